@@ -1,0 +1,72 @@
+"""The exceptions sargable raises: every one is a `SargableError`, so callers can catch one type."""
+
+from __future__ import annotations
+
+
+class SargableError(Exception):
+    """Base class of every error sargable raises on purpose."""
+
+
+class FilterSyntaxError(SargableError):
+    """A filter text that does not parse; the message shows the text with a caret under the position."""
+
+    def __init__(self, message: str, text: str = "", position: int = 0) -> None:
+        self.text = text
+        self.position = position
+        self.reason = message
+        super().__init__(self._format(message, text, position))
+
+    @staticmethod
+    def _format(message: str, text: str, position: int) -> str:
+        if not text:
+            return message
+        line_start = text.rfind("\n", 0, position) + 1
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        column = position - line_start
+        line = text[line_start:line_end]
+        if len(line) > 120:
+            lo = max(0, column - 60)
+            line = line[lo : lo + 120]
+            column -= lo
+        return f"{message} at position {position}\n  {line}\n  {' ' * column}^"
+
+
+class BindError(SargableError):
+    """An expression that does not fit a schema: unknown column, or a literal that can't take the column's type."""
+
+
+class TypeCoercionError(BindError):
+    """A value that cannot be converted to a declared type."""
+
+
+class SerializationError(SargableError):
+    """Bytes that are not a valid serialized expression (truncated, corrupt, unknown version)."""
+
+
+class ExpressionTooComplexError(SargableError):
+    """A rewrite (DNF/CNF, plan union) that would exceed its term cap."""
+
+
+class KeyEncodingError(SargableError):
+    """A value that can't be encoded as a key, or bytes that are not a valid key."""
+
+
+class StoreError(SargableError):
+    """A failure of the key-value store backend (database error, bad URL)."""
+
+
+class MetastoreError(SargableError):
+    """A metastore request that can't be carried out."""
+
+
+class NoSuchObjectError(MetastoreError):
+    """A database, table or partition that does not exist."""
+
+
+class AlreadyExistsError(MetastoreError):
+    """A database, table or partition that exists already."""
+
+
+class CommitConflictError(MetastoreError):
+    """A commit based on a table version that another writer has moved past."""

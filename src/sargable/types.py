@@ -1,0 +1,337 @@
+"""Hive column types, their Python values, and conversion of values to a type.
+
+Every layer shares these: the binder coerces literals, the key codec encodes values, the metastore parses
+partition values given as Hive strings. Python values per type: `str` (string, varchar, char), `int`
+(tinyint..bigint), `float` (float, double), `decimal.Decimal` (decimal), `datetime.date` (date),
+`datetime.datetime` without time zone (timestamp), `bool` (boolean); `None` is NULL in every type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import struct
+from dataclasses import dataclass
+from decimal import Context, Decimal, InvalidOperation
+from typing import Any
+
+from sargable.errors import TypeCoercionError
+
+INTEGER_RANGES: dict[str, tuple[int, int]] = {
+    "tinyint": (-(2**7), 2**7 - 1),
+    "smallint": (-(2**15), 2**15 - 1),
+    "int": (-(2**31), 2**31 - 1),
+    "bigint": (-(2**63), 2**63 - 1),
+}
+STRING_TYPES = frozenset({"string", "varchar", "char"})
+FLOAT_TYPES = frozenset({"float", "double"})
+TYPE_NAMES = frozenset(
+    {*INTEGER_RANGES, *STRING_TYPES, *FLOAT_TYPES, "decimal", "date", "timestamp", "boolean"}
+)
+_SYNONYMS = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float", "bool": "boolean"}
+MAX_DECIMAL_PRECISION = 38
+DECIMAL_CONTEXT = Context(prec=2 * MAX_DECIMAL_PRECISION)
+"""Enough precision that arithmetic on any decimal(38,s) value is exact."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """A column type: a Hive type name plus its parameters (`varchar(n)`, `char(n)`, `decimal(p,s)`)."""
+
+    name: str
+    length: int | None = None
+    precision: int | None = None
+    scale: int | None = None
+
+    def __str__(self) -> str:
+        if self.name in ("varchar", "char"):
+            return f"{self.name}({self.length})"
+        if self.name == "decimal":
+            return f"decimal({self.precision},{self.scale})"
+        return self.name
+
+    @property
+    def is_integral(self) -> bool:
+        return self.name in INTEGER_RANGES
+
+    @property
+    def is_floating(self) -> bool:
+        return self.name in FLOAT_TYPES
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_integral or self.is_floating or self.name == "decimal"
+
+    @property
+    def is_string(self) -> bool:
+        return self.name in STRING_TYPES
+
+
+STRING = DataType("string")
+TINYINT = DataType("tinyint")
+SMALLINT = DataType("smallint")
+INT = DataType("int")
+BIGINT = DataType("bigint")
+FLOAT = DataType("float")
+DOUBLE = DataType("double")
+DATE = DataType("date")
+TIMESTAMP = DataType("timestamp")
+BOOLEAN = DataType("boolean")
+NULL = DataType("null")
+"""The type of the bare `NULL` literal; no column has it."""
+
+
+def decimal_type(precision: int, scale: int) -> DataType:
+    """`decimal(precision, scale)`, validated as Hive does (1 <= p <= 38, 0 <= s <= p)."""
+    if not (1 <= precision <= MAX_DECIMAL_PRECISION and 0 <= scale <= precision):
+        raise TypeCoercionError(f"invalid decimal type decimal({precision},{scale}): need 1 <= p <= 38 and 0 <= s <= p")
+    return DataType("decimal", precision=precision, scale=scale)
+
+
+_TYPE_RE = re.compile(r"^\s*([a-zA-Z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
+
+
+def parse_type(text: str | DataType) -> DataType:
+    """Parse a Hive type name such as `int`, `varchar(20)` or `decimal(10,2)` (case-insensitive)."""
+    if isinstance(text, DataType):
+        return text
+    if not isinstance(text, str):
+        raise TypeCoercionError(f"a type must be a string such as 'int' or 'decimal(10,2)', got {text!r}")
+    match = _TYPE_RE.match(text)
+    if not match:
+        raise TypeCoercionError(f"unknown type {text!r}; known types: {', '.join(sorted(TYPE_NAMES))}")
+    name = match.group(1).lower()
+    name = _SYNONYMS.get(name, name)
+    first, second = match.group(2), match.group(3)
+    if name not in TYPE_NAMES:
+        raise TypeCoercionError(f"unknown type {text!r}; known types: {', '.join(sorted(TYPE_NAMES))}")
+    if name == "decimal":
+        precision = int(first) if first is not None else 10
+        scale = int(second) if second is not None else 0
+        return decimal_type(precision, scale)
+    if name in ("varchar", "char"):
+        if first is None or second is not None or int(first) < 1:
+            raise TypeCoercionError(f"type {text!r} needs one positive length, as in {name}(20)")
+        return DataType(name, length=int(first))
+    if first is not None:
+        raise TypeCoercionError(f"type {name} takes no parameters, got {text!r}")
+    return DataType(name)
+
+
+def float32(value: float) -> float:
+    """Round a Python float to the nearest IEEE single-precision value, as a `float` column stores it."""
+    if math.isnan(value) or math.isinf(value):
+        return value
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+_DATE_RE = re.compile(r"^\s*(-?\d{1,4})-(\d{1,2})-(\d{1,2})\s*$")
+_TIMESTAMP_RE = re.compile(
+    r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
+)
+
+
+def parse_date(text: str) -> dt.date:
+    """Parse `YYYY-MM-DD` (Hive's date form)."""
+    match = _DATE_RE.match(text)
+    if not match:
+        raise TypeCoercionError(f"{text!r} is not a date; expected YYYY-MM-DD")
+    try:
+        return dt.date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError as exc:
+        raise TypeCoercionError(f"{text!r} is not a valid date: {exc}") from None
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    """Parse `YYYY-MM-DD[ HH:MM[:SS[.fffffffff]]]`; digits past microseconds must be zero."""
+    match = _TIMESTAMP_RE.match(text)
+    if not match:
+        raise TypeCoercionError(f"{text!r} is not a timestamp; expected YYYY-MM-DD HH:MM:SS[.ffffff]")
+    year, month, day, hour, minute, second, fraction = match.groups()
+    fraction = fraction or ""
+    if fraction[6:].strip("0"):
+        raise TypeCoercionError(f"{text!r} has more precision than microseconds")
+    try:
+        return dt.datetime(
+            int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+            int((fraction[:6]).ljust(6, "0")),
+        )
+    except ValueError as exc:
+        raise TypeCoercionError(f"{text!r} is not a valid timestamp: {exc}") from None
+
+
+def _parse_number(text: str) -> Decimal | float:
+    stripped = text.strip()
+    lowered = stripped.lower()
+    if lowered in ("nan", "+nan", "-nan"):
+        return math.nan
+    if lowered in ("inf", "+inf", "infinity", "+infinity"):
+        return math.inf
+    if lowered in ("-inf", "-infinity"):
+        return -math.inf
+    try:
+        number = Decimal(stripped)
+    except InvalidOperation:
+        raise TypeCoercionError(f"{text!r} is not a number") from None
+    if not number.is_finite():
+        raise TypeCoercionError(f"{text!r} is not a number")
+    return number
+
+
+def _decimal_fits(value: Decimal, dtype: DataType) -> bool:
+    assert dtype.precision is not None and dtype.scale is not None
+    if abs(value) >= Decimal(10) ** (dtype.precision - dtype.scale):
+        return False
+    return value.quantize(Decimal(1).scaleb(-dtype.scale), context=DECIMAL_CONTEXT) == value
+
+
+def format_value(value: Any, dtype: DataType) -> str:
+    """A value's Hive string form: what appears in a partition name and in rendered literals."""
+    if value is None:
+        return "NULL"
+    name = dtype.name
+    if name == "boolean":
+        return "true" if value else "false"
+    if name == "date":
+        return value.isoformat()
+    if name == "timestamp":
+        text = value.strftime("%Y-%m-%d %H:%M:%S") if value.year >= 1000 else value.isoformat(sep=" ")[:19]
+        if value.microsecond:
+            text += f".{value.microsecond:06d}".rstrip("0")
+        return text
+    if name in FLOAT_TYPES:
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(float(value))
+    if name == "decimal":
+        return format(value, "f")
+    return str(value)
+
+
+def convert(value: Any, dtype: DataType) -> Any:
+    """Convert a value, or its Hive string form, to the Python value of `dtype` exactly.
+
+    Used for partition values and stored data: an integer outside the type's range, a decimal that needs
+    rounding, or text that is not of the type raises `TypeCoercionError`.
+    """
+    if value is None:
+        return None
+    name = dtype.name
+    try:
+        if name in STRING_TYPES:
+            if isinstance(value, str):
+                return value
+            if isinstance(value, bool):
+                return "true" if value else "false"
+            if isinstance(value, (int, float, Decimal, dt.date)):
+                return format_value(value, infer_type(value))
+        elif name in INTEGER_RANGES:
+            number = _as_number(value)
+            if number is not None:
+                if isinstance(number, float) and not number.is_integer():
+                    raise TypeCoercionError(f"{value!r} is not an integer")
+                if isinstance(number, Decimal) and number != number.to_integral_value():
+                    raise TypeCoercionError(f"{value!r} is not an integer")
+                integer = int(number)
+                lo, hi = INTEGER_RANGES[name]
+                if not lo <= integer <= hi:
+                    raise TypeCoercionError(f"{value!r} is outside the range of {name} [{lo}, {hi}]")
+                return integer
+        elif name in FLOAT_TYPES:
+            number = _as_number(value)
+            if number is not None:
+                number = float(number)
+                return float32(number) if name == "float" else number
+        elif name == "decimal":
+            number = _as_number(value)
+            if number is not None:
+                if isinstance(number, float):
+                    if not math.isfinite(number):
+                        raise TypeCoercionError(f"{value!r} is not a finite decimal")
+                    number = Decimal(repr(number))
+                number = Decimal(number)
+                if not _decimal_fits(number, dtype):
+                    raise TypeCoercionError(f"{value!r} does not fit {dtype} without rounding")
+                return number.quantize(Decimal(1).scaleb(-(dtype.scale or 0)), context=DECIMAL_CONTEXT)
+        elif name == "date":
+            if isinstance(value, dt.datetime):
+                if value.time() != dt.time(0) or value.tzinfo is not None:
+                    raise TypeCoercionError(f"{value!r} has a time part; a date has none")
+                return value.date()
+            if isinstance(value, dt.date):
+                return value
+            if isinstance(value, str):
+                return parse_date(value)
+        elif name == "timestamp":
+            if isinstance(value, dt.datetime):
+                if value.tzinfo is not None:
+                    raise TypeCoercionError(f"{value!r} has a time zone; timestamps are wall-clock time")
+                return value
+            if isinstance(value, dt.date):
+                return dt.datetime(value.year, value.month, value.day)
+            if isinstance(value, str):
+                return parse_timestamp(value)
+        elif name == "boolean":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+                return value.strip().lower() == "true"
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+    except TypeCoercionError:
+        raise
+    except (ValueError, OverflowError, InvalidOperation) as exc:
+        raise TypeCoercionError(f"{value!r} is not a valid {dtype}: {exc}") from None
+    raise TypeCoercionError(f"{value!r} ({type(value).__name__}) is not a valid {dtype}")
+
+
+def _as_number(value: Any) -> int | float | Decimal | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float, Decimal)):
+        return value
+    if isinstance(value, str):
+        return _parse_number(value)
+    return None
+
+
+def infer_type(value: Any) -> DataType:
+    """The natural type of a Python value, used for literals built from Python (`sg.lit(3)` is a bigint)."""
+    if value is None:
+        return NULL
+    if isinstance(value, bool):
+        return BOOLEAN
+    if isinstance(value, int):
+        lo, hi = INTEGER_RANGES["bigint"]
+        if lo <= value <= hi:
+            return BIGINT
+        digits = len(str(abs(value)))
+        if digits > MAX_DECIMAL_PRECISION:
+            raise TypeCoercionError(f"integer literal {value} has more than {MAX_DECIMAL_PRECISION} digits")
+        return decimal_type(digits, 0)
+    if isinstance(value, float):
+        return DOUBLE
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise TypeCoercionError(f"decimal literal {value} is not finite")
+        sign, digits, exponent = value.as_tuple()
+        scale = max(0, -int(exponent))
+        precision = max(len(digits) + max(0, int(exponent)), scale, 1)
+        if precision > MAX_DECIMAL_PRECISION:
+            raise TypeCoercionError(f"decimal literal {value} has more than {MAX_DECIMAL_PRECISION} digits")
+        return decimal_type(precision, scale)
+    if isinstance(value, str):
+        return STRING
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            raise TypeCoercionError(f"{value!r} has a time zone; timestamps are wall-clock time")
+        return TIMESTAMP
+    if isinstance(value, dt.date):
+        return DATE
+    raise TypeCoercionError(f"no sargable type for a Python {type(value).__name__} value {value!r}")
