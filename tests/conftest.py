@@ -26,3 +26,6 @@ def postgres_url() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return url
+
+
+pytest_plugins = ["metastore_fixtures"]

@@ -1,0 +1,20 @@
+"""The metastore: databases, tables, partitions and data files with statistics, in an ordered key-value store.
+
+Layout (one keyspace each; every table's keys start with its 8-byte table id, so a table is one key range):
+
+- `catalog`: database and table definitions, and the table-id sequence;
+- `partitions`: table id + order-preserving encoding of the partition values (seed 000) -> location/parameters;
+- `pindex`: secondary indexes: table id + key position + the values reordered with the indexed key first;
+- `files`: table id + partition values + file path -> the file's size, row count and column statistics;
+- `filepaths`: table id + file path -> the file's key in `files` (to remove files by path and find orphans).
+
+Every write runs in one store transaction, so a failing batch leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from sargable.metastore.core import Metastore
+from sargable.metastore.names import DEFAULT_PARTITION_NAME, partition_name
+from sargable.metastore.records import Partition, Table
+
+__all__ = ["DEFAULT_PARTITION_NAME", "Metastore", "Partition", "Table", "partition_name"]

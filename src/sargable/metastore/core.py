@@ -1,0 +1,699 @@
+"""`Metastore`: the public API over the ordered store (see the package docstring for the key layout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sargable import keys
+from sargable.errors import (
+    AlreadyExistsError,
+    CommitConflictError,
+    MetastoreError,
+    NoSuchObjectError,
+    SargableError,
+    TypeCoercionError,
+)
+from sargable.expr import Expr, bind, columns_of, loads, parse
+from sargable.metastore.access import AccessPath, FilterExplain, choose_access_path, index_key_columns
+from sargable.metastore.filecodec import decode_file, encode_file
+from sargable.metastore.names import DEFAULT_PARTITION_NAME, parse_partition_name
+from sargable.metastore.records import Partition, Table, decode_partition_value, encode_partition_value
+from sargable.plan import FilterPlan, execute, plan_filter
+from sargable.stats import FileStats
+from sargable.store import Store, open_store
+from sargable.types import STRING, DataType, convert, parse_type
+
+CATALOG = "catalog"
+PARTITIONS = "partitions"
+INDEXES = "pindex"
+FILES = "files"
+FILE_PATHS = "filepaths"
+KEYSPACES = (CATALOG, PARTITIONS, INDEXES, FILES, FILE_PATHS)
+
+_SEQUENCE_KEY = b"\x00table-id"
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,127}$")
+_BATCH = 2000
+
+
+def default_url() -> str:
+    """`$SARGABLE_METASTORE`, or a SQLite file under `./warehouse/`."""
+    return os.environ.get("SARGABLE_METASTORE") or f"sqlite:///{Path('warehouse').resolve() / 'metastore.db'}"
+
+
+def _check_name(kind: str, name: Any) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise MetastoreError(
+            f"invalid {kind} name {name!r}: use 1-128 letters, digits, '_' or '-', starting with a letter, digit or '_'"
+        )
+    return name.lower()
+
+
+def _check_columns(kind: str, columns: Any) -> tuple[tuple[str, DataType], ...]:
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
+        raise MetastoreError(f"{kind} must be a list of (name, type) pairs, got {columns!r}")
+    out = []
+    for item in columns:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise MetastoreError(f"{kind}: each entry must be a (name, type) pair, got {item!r}")
+        name, dtype = item
+        if not isinstance(name, str) or not name or len(name) > 767 or any(ord(c) < 32 for c in name):
+            raise MetastoreError(f"{kind}: invalid column name {name!r} (non-empty, no control characters)")
+        try:
+            out.append((name, parse_type(dtype)))
+        except TypeCoercionError as exc:
+            raise MetastoreError(f"{kind}: column {name!r}: {exc}") from None
+    return tuple(out)
+
+
+def _table_prefix(table_id: int) -> bytes:
+    return table_id.to_bytes(8, "big")
+
+
+def _range_of(prefix: bytes) -> tuple[bytes, bytes | None]:
+    return prefix, keys.prefix_end(prefix)
+
+
+class Metastore:
+    """Databases, tables, partitions and files kept in an ordered key-value store (SQLite or PostgreSQL)."""
+
+    def __init__(self, store: Store, warehouse: str | os.PathLike | None = None) -> None:
+        self._store = store
+        self.warehouse = str(Path(warehouse or os.environ.get("SARGABLE_WAREHOUSE") or "warehouse").resolve())
+        for keyspace in KEYSPACES:
+            store.create_keyspace(keyspace)
+
+    @classmethod
+    def open(cls, url: str | None = None, *, warehouse: str | os.PathLike | None = None) -> Metastore:
+        """Open (creating if needed) the metastore at `url`: `sqlite:///path` or `postgresql://...`."""
+        url = url or default_url()
+        if url.startswith("sqlite:///"):
+            Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        return cls(open_store(url), warehouse)
+
+    @property
+    def url(self) -> str:
+        return self._store.url
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> Metastore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------- databases
+
+    def create_database(self, name: str, *, location: str | None = None, if_not_exists: bool = False) -> None:
+        """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`)."""
+        name = _check_name("database", name)
+        key = b"D" + keys.encode([name], [STRING])
+        with self._store.transaction():
+            if self._store.get(CATALOG, key) is not None:
+                if if_not_exists:
+                    return
+                raise AlreadyExistsError(f"database {name!r} already exists")
+            location = location or str(Path(self.warehouse) / f"{name}.db")
+            self._store.put(CATALOG, key, json.dumps({"name": name, "location": location}).encode())
+
+    def list_databases(self) -> list[str]:
+        start, stop = _range_of(b"D")
+        return [keys.decode(k[1:], [STRING])[0] for k, _ in self._store.scan(CATALOG, start, stop)]
+
+    def _database(self, name: str) -> dict[str, Any]:
+        name = _check_name("database", name)
+        raw = self._store.get(CATALOG, b"D" + keys.encode([name], [STRING]))
+        if raw is None:
+            raise NoSuchObjectError(f"database {name!r} does not exist")
+        return json.loads(raw)
+
+    def drop_database(self, name: str, *, cascade: bool = False) -> None:
+        """Drop an empty database, or with `cascade` every table in it."""
+        db = self._database(name)["name"]
+        with self._store.transaction():
+            tables = self.list_tables(db)
+            if tables and not cascade:
+                raise MetastoreError(f"database {db!r} is not empty ({len(tables)} tables); use cascade=True")
+            for table in tables:
+                self.drop_table(db, table)
+            self._store.delete(CATALOG, b"D" + keys.encode([db], [STRING]))
+
+    # -------------------------------------------------------------------------------------------- tables
+
+    def create_table(
+        self,
+        database: str,
+        name: str,
+        columns: Sequence[tuple[str, str | DataType]],
+        partition_keys: Sequence[tuple[str, str | DataType]] = (),
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        *,
+        if_not_exists: bool = False,
+        index_all: bool = False,
+    ) -> Table:
+        """Create a table; `index_all` adds a secondary index on every partition key but the first."""
+        db = self._database(database)
+        name = _check_name("table", name)
+        data_columns = _check_columns("columns", columns)
+        pkeys = _check_columns("partition_keys", partition_keys)
+        seen: set[str] = set()
+        for column, _ in (*data_columns, *pkeys):
+            if column.lower() in seen:
+                raise MetastoreError(f"table {db['name']}.{name}: column {column!r} appears twice")
+            seen.add(column.lower())
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        key = self._table_key(db["name"], name)
+        with self._store.transaction():
+            if self._store.get(CATALOG, key) is not None:
+                if if_not_exists:
+                    return self.get_table(db["name"], name)
+                raise AlreadyExistsError(f"table {db['name']}.{name} already exists")
+            raw = self._store.get(CATALOG, _SEQUENCE_KEY)
+            table_id = int.from_bytes(raw, "big") + 1 if raw else 1
+            self._store.put(CATALOG, _SEQUENCE_KEY, table_id.to_bytes(8, "big"))
+            table = Table(
+                database=db["name"],
+                name=name,
+                table_id=table_id,
+                columns=data_columns,
+                partition_keys=pkeys,
+                location=location or str(Path(db["location"]) / name),
+                properties=props,
+                indexes=tuple(n for n, _ in pkeys[1:]) if index_all else (),
+            )
+            self._store.put(CATALOG, key, table.to_json())
+        return table
+
+    @staticmethod
+    def _table_key(database: str, name: str) -> bytes:
+        return b"T" + keys.encode([database, name], [STRING, STRING])
+
+    def get_table(self, database: str, name: str) -> Table:
+        """The table's current definition (raises NoSuchObjectError when missing)."""
+        database, name = _check_name("database", database), _check_name("table", name)
+        raw = self._store.get(CATALOG, self._table_key(database, name))
+        if raw is None:
+            self._database(database)
+            raise NoSuchObjectError(f"table {database}.{name} does not exist")
+        return Table.from_json(raw)
+
+    def list_tables(self, database: str | None = None) -> list[str]:
+        """Table names of one database, or `db.table` names of all databases."""
+        if database is None:
+            start, stop = _range_of(b"T")
+            return [".".join(keys.decode(k[1:], [STRING, STRING])) for k, _ in self._store.scan(CATALOG, start, stop)]
+        db = self._database(database)["name"]
+        start, stop = keys.prefixed_range(b"T", *keys.range_for([db], [STRING, STRING]))
+        return [keys.decode(k[1:], [STRING, STRING])[1] for k, _ in self._store.scan(CATALOG, start, stop)]
+
+    def drop_table(self, database: str, name: str) -> None:
+        """Drop a table with its partitions, indexes and file entries (the files themselves stay on disk)."""
+        table = self.get_table(database, name)
+        prefix = _table_prefix(table.table_id)
+        with self._store.transaction():
+            for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS):
+                self._store.delete_range(keyspace, *_range_of(prefix))
+            self._store.delete(CATALOG, self._table_key(table.database, table.name))
+
+    def _locked_table(self, database: str, name: str, expected_version: int | None = None) -> Table:
+        """Re-read a table inside a write transaction, locking its row against concurrent committers."""
+        key = self._table_key(_check_name("database", database), _check_name("table", name))
+        raw = self._store.get_for_update(CATALOG, key)
+        if raw is None:
+            raise NoSuchObjectError(f"table {database}.{name} does not exist")
+        table = Table.from_json(raw)
+        if expected_version is not None and table.version != expected_version:
+            raise CommitConflictError(
+                f"table {table.qualified_name} is at version {table.version}, not {expected_version}: "
+                "another writer committed first; re-read the table and retry"
+            )
+        return table
+
+    def _bump(self, table: Table, **changes: Any) -> Table:
+        fields = {f: getattr(table, f) for f in Table.__dataclass_fields__}
+        fields.update(changes, version=table.version + 1)
+        new = Table(**fields)
+        self._store.put(CATALOG, self._table_key(table.database, table.name), new.to_json())
+        return new
+
+    # ------------------------------------------------------------------------------------ partition keys
+
+    def _partition_values(self, table: Table, spec: Any) -> tuple[Any, ...]:
+        """Typed values from a dict, a sequence in key order, or a Hive name; Hive strings are accepted."""
+        pkeys = table.partition_keys
+        if not pkeys:
+            raise MetastoreError(f"table {table.qualified_name} is not partitioned")
+        if isinstance(spec, str):
+            return parse_partition_name(spec, pkeys)
+        if isinstance(spec, Partition):
+            spec = spec.values
+        if isinstance(spec, Mapping):
+            lowered = {str(k).lower(): v for k, v in spec.items()}
+            unknown = set(lowered) - {n.lower() for n, _ in pkeys}
+            missing = [n for n, _ in pkeys if n.lower() not in lowered]
+            if unknown or missing:
+                raise MetastoreError(
+                    f"partition {dict(spec)!r} of {table.qualified_name}: expected exactly the keys "
+                    f"{table.partition_key_names}"
+                    + (f"; unknown {sorted(unknown)}" if unknown else "")
+                    + (f"; missing {missing}" if missing else "")
+                )
+            raw = [lowered[n.lower()] for n, _ in pkeys]
+        elif isinstance(spec, Sequence) and not isinstance(spec, (bytes, bytearray)):
+            raw = list(spec)
+            if len(raw) != len(pkeys):
+                raise MetastoreError(
+                    f"partition {spec!r} of {table.qualified_name} has {len(raw)} values; "
+                    f"the partition keys are {table.partition_key_names}"
+                )
+        else:
+            raise MetastoreError(f"a partition is a dict, a list of values or a Hive name, got {spec!r}")
+        values = []
+        for value, (column, dtype) in zip(raw, pkeys):
+            if value == DEFAULT_PARTITION_NAME or (value == "" and dtype.is_string):
+                values.append(None)
+                continue
+            try:
+                values.append(convert(value, dtype))
+            except TypeCoercionError as exc:
+                raise MetastoreError(
+                    f"partition value {value!r} for column {column} ({dtype}) of {table.qualified_name}: {exc}"
+                ) from None
+        return tuple(values)
+
+    def _encode_key(self, table: Table, values: tuple[Any, ...]) -> bytes:
+        try:
+            return _table_prefix(table.table_id) + keys.encode(values, [t for _, t in table.partition_keys])
+        except SargableError as exc:
+            raise MetastoreError(f"partition {values!r} of {table.qualified_name}: {exc}") from None
+
+    def _index_keys(self, table: Table, values: tuple[Any, ...]) -> list[bytes]:
+        out = []
+        for column in table.indexes:
+            position, columns = index_key_columns(table, column)
+            reordered = [values[position], *values[:position], *values[position + 1 :]]
+            out.append(
+                _table_prefix(table.table_id) + bytes([position]) + keys.encode(reordered, [t for _, t in columns])
+            )
+        return out
+
+    # ---------------------------------------------------------------------------------------- partitions
+
+    def add_partitions(
+        self,
+        database: str,
+        table: str,
+        partitions: Iterable[Mapping[str, Any] | Sequence[Any] | str],
+        *,
+        if_not_exists: bool = False,
+        locations: Sequence[str | None] | None = None,
+    ) -> int:
+        """Add partitions in one transaction; returns how many were added. All are validated before any write."""
+        tbl = self.get_table(database, table)
+        values = [self._partition_values(tbl, spec) for spec in partitions]
+        if locations is not None and len(locations) != len(values):
+            raise MetastoreError(f"{len(locations)} locations given for {len(values)} partitions")
+        with self._store.transaction():
+            tbl = self._locked_table(database, table)
+            added = self._insert_partitions(tbl, values, locations, if_not_exists=if_not_exists)
+            self._bump(tbl)
+        return added
+
+    def _insert_partitions(
+        self,
+        table: Table,
+        values: Sequence[tuple[Any, ...]],
+        locations: Sequence[str | None] | None,
+        *,
+        if_not_exists: bool,
+    ) -> int:
+        rows: dict[bytes, tuple[tuple[Any, ...], str | None]] = {}
+        for i, vals in enumerate(values):
+            key = self._encode_key(table, vals)
+            if key in rows and not if_not_exists:
+                raise AlreadyExistsError(f"partition {self._name(table, vals)} is given twice")
+            rows[key] = (vals, locations[i] if locations is not None else None)
+        key_list = list(rows)
+        existing: list[bytes] = []
+        for start in range(0, len(key_list), _BATCH):
+            batch = key_list[start : start + _BATCH]
+            found = self._store.multi_get(PARTITIONS, batch)
+            existing.extend(k for k in batch if found.get(k) is not None)
+        if existing and not if_not_exists:
+            vals = rows[existing[0]][0]
+            raise AlreadyExistsError(
+                f"partition {self._name(table, vals)} of {table.qualified_name} already exists"
+                + (f" (and {len(existing) - 1} more)" if len(existing) > 1 else "")
+            )
+        for key in existing:
+            del rows[key]
+        self._store.put_many(
+            PARTITIONS, [(key, encode_partition_value(location, None)) for key, (_, location) in rows.items()]
+        )
+        if table.indexes:
+            self._store.put_many(
+                INDEXES, [(ik, b"") for vals, _ in rows.values() for ik in self._index_keys(table, vals)]
+            )
+        return len(rows)
+
+    @staticmethod
+    def _name(table: Table, values: tuple[Any, ...]) -> str:
+        return Partition(table, values).name
+
+    def _bind_partition_filter(self, table: Table, filter: str | Expr | bytes, dialect: str) -> Expr:
+        if isinstance(filter, (bytes, bytearray, memoryview)):
+            expr = loads(bytes(filter))
+        elif isinstance(filter, Expr):
+            expr = filter
+        elif isinstance(filter, str):
+            expr = parse(filter, dialect=dialect)
+        else:
+            raise MetastoreError(f"a filter is text, an Expr or serialized bytes, got {type(filter).__name__}")
+        known = {n.lower() for n in table.partition_key_names}
+        for column in sorted(columns_of(expr)):
+            if column.lower() not in known:
+                raise MetastoreError(
+                    f"column {column!r} in the filter is not a partition key of {table.qualified_name}; "
+                    f"partition keys: {', '.join(table.partition_key_names) or '(none)'}"
+                )
+        return bind(expr, list(table.partition_keys))
+
+    def plan_filter(self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql") -> FilterPlan:
+        """The primary-key FilterPlan of a partition filter (`str(plan)` is readable)."""
+        tbl = self.get_table(database, table)
+        return plan_filter(self._bind_partition_filter(tbl, filter, dialect), list(tbl.partition_keys))
+
+    def _access(self, table: Table, bound: Expr) -> AccessPath:
+        return choose_access_path(self._store, table, bound, PARTITIONS, INDEXES)
+
+    def iter_partitions(
+        self, database: str, table: str, filter: str | Expr | bytes | None = None, *, dialect: str = "sql"
+    ) -> Iterator[Partition]:
+        """Partitions satisfying `filter` (all when None), streamed from the store in key order."""
+        tbl = self.get_table(database, table)
+        if filter is None:
+            yield from self._scan_all(tbl)
+            return
+        bound = self._bind_partition_filter(tbl, filter, dialect)
+        yield from self._partitions_for(tbl, self._access(tbl, bound))
+
+    def _scan_all(self, table: Table) -> Iterator[Partition]:
+        types = [t for _, t in table.partition_keys]
+        for key, value in self._store.scan(PARTITIONS, *_range_of(_table_prefix(table.table_id))):
+            location, params = decode_partition_value(value)
+            yield Partition(table, keys.decode(key[8:], types), location, params)
+
+    def _partitions_for(self, table: Table, path: AccessPath) -> Iterator[Partition]:
+        types = [t for _, t in table.partition_keys]
+        if path.index is None:
+            for key, value in execute(
+                path.plan, self._store, PARTITIONS, list(table.partition_keys), prefix=path.prefix, stats=path.stats
+            ):
+                location, params = decode_partition_value(value)
+                yield Partition(table, keys.decode(key[8:], types), location, params)
+            return
+        position, columns = index_key_columns(table, path.index)
+        index_types = [t for _, t in columns]
+        primary_keys = []
+        for key, _ in execute(path.plan, self._store, INDEXES, list(columns), prefix=path.prefix, stats=path.stats):
+            reordered = keys.decode(key[9:], index_types)
+            values = (*reordered[1 : position + 1], reordered[0], *reordered[position + 1 :])
+            primary_keys.append(self._encode_key(table, values))
+        primary_keys.sort()
+        for start in range(0, len(primary_keys), _BATCH):
+            batch = primary_keys[start : start + _BATCH]
+            found = self._store.multi_get(PARTITIONS, batch)
+            for key in batch:
+                value = found.get(key)
+                if value is not None:
+                    location, params = decode_partition_value(value)
+                    yield Partition(table, keys.decode(key[8:], types), location, params)
+
+    def get_partitions_by_filter(
+        self,
+        database: str,
+        table: str,
+        filter: str | Expr,
+        max_parts: int | None = None,
+        *,
+        dialect: str = "sql",
+    ) -> list[Partition]:
+        """Partitions whose values satisfy the filter (SQL three-valued logic), in key order."""
+        if max_parts is not None and (not isinstance(max_parts, int) or max_parts < 0):
+            raise MetastoreError(f"max_parts must be a non-negative integer or None, got {max_parts!r}")
+        out = []
+        for partition in self.iter_partitions(database, table, filter, dialect=dialect):
+            if max_parts is not None and len(out) >= max_parts:
+                break
+            out.append(partition)
+        return out
+
+    def get_partitions_by_expr(
+        self, database: str, table: str, expr: bytes, max_parts: int | None = None
+    ) -> list[Partition]:
+        """As `get_partitions_by_filter`, for an expression serialized by `sargable.dumps`."""
+        if not isinstance(expr, (bytes, bytearray, memoryview)):
+            raise MetastoreError(
+                f"get_partitions_by_expr takes the bytes of sargable.dumps(expr), got {type(expr).__name__}"
+            )
+        return self.get_partitions_by_filter(database, table, loads(bytes(expr)), max_parts)
+
+    def get_partitions_by_names(self, database: str, table: str, names: Iterable[str]) -> list[Partition]:
+        """The partitions with these Hive names that exist, in key order."""
+        tbl = self.get_table(database, table)
+        wanted = sorted({self._encode_key(tbl, self._partition_values(tbl, n)) for n in names})
+        types = [t for _, t in tbl.partition_keys]
+        out = []
+        for start in range(0, len(wanted), _BATCH):
+            batch = wanted[start : start + _BATCH]
+            found = self._store.multi_get(PARTITIONS, batch)
+            for key in batch:
+                if found.get(key) is not None:
+                    location, params = decode_partition_value(found[key])
+                    out.append(Partition(tbl, keys.decode(key[8:], types), location, params))
+        return out
+
+    def list_partition_names(self, database: str, table: str) -> list[str]:
+        """Every partition's Hive name, in key order."""
+        return [p.name for p in self.iter_partitions(database, table)]
+
+    def count_partitions(self, database: str, table: str) -> int:
+        tbl = self.get_table(database, table)
+        return self._store.count(PARTITIONS, *_range_of(_table_prefix(tbl.table_id)))
+
+    def alter_partition(
+        self,
+        database: str,
+        table: str,
+        partition: Mapping[str, Any] | Sequence[Any] | str,
+        *,
+        location: str | None = None,
+        parameters: Mapping[str, str] | None = None,
+    ) -> Partition:
+        """Set a partition's location and/or parameters."""
+        tbl = self.get_table(database, table)
+        values = self._partition_values(tbl, partition)
+        key = self._encode_key(tbl, values)
+        with self._store.transaction():
+            tbl = self._locked_table(database, table)
+            raw = self._store.get(PARTITIONS, key)
+            if raw is None:
+                raise NoSuchObjectError(f"partition {self._name(tbl, values)} of {tbl.qualified_name} does not exist")
+            old_location, old_params = decode_partition_value(raw)
+            new_location = location if location is not None else old_location
+            new_params = {str(k): str(v) for k, v in parameters.items()} if parameters is not None else old_params
+            self._store.put(PARTITIONS, key, encode_partition_value(new_location, new_params))
+            self._bump(tbl)
+        return Partition(tbl, values, new_location, new_params)
+
+    def drop_partitions(
+        self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql"
+    ) -> list[Partition]:
+        """Drop every partition matching the filter, with its index entries and file entries, atomically."""
+        with self._store.transaction():
+            tbl = self._locked_table(database, table)
+            bound = self._bind_partition_filter(tbl, filter, dialect)
+            dropped = list(self._partitions_for(tbl, self._access(tbl, bound)))
+            self._delete_partitions(tbl, [p.values for p in dropped])
+            self._bump(tbl)
+        return dropped
+
+    def _delete_partitions(self, table: Table, values: Sequence[tuple[Any, ...]]) -> None:
+        for vals in values:
+            self._store.delete(PARTITIONS, self._encode_key(table, vals))
+            for index_key in self._index_keys(table, vals):
+                self._store.delete(INDEXES, index_key)
+            for key, value in list(self._store.scan(FILES, *self._file_range(table, vals))):
+                self._store.delete(FILE_PATHS, self._path_key(table, decode_file(value, table).path))
+                self._store.delete(FILES, key)
+
+    # ---------------------------------------------------------------------------------- secondary indexes
+
+    def create_index(self, database: str, table: str, column: str) -> Table:
+        """Index a partition key other than the first; back-filled now, maintained with every partition write."""
+        with self._store.transaction():
+            tbl = self._locked_table(database, table)
+            names = {n.lower(): n for n in tbl.partition_key_names}
+            if not isinstance(column, str) or column.lower() not in names:
+                raise MetastoreError(
+                    f"can't index {column!r}: not a partition key of {tbl.qualified_name} ({tbl.partition_key_names})"
+                )
+            column = names[column.lower()]
+            if column == tbl.partition_key_names[0]:
+                raise MetastoreError(f"{column!r} is the first partition key: the primary key order already serves it")
+            if column in tbl.indexes:
+                raise AlreadyExistsError(f"{tbl.qualified_name} already has an index on {column!r}")
+            new = self._bump(tbl, indexes=(*tbl.indexes, column))
+            only = Table(**{**{f: getattr(new, f) for f in Table.__dataclass_fields__}, "indexes": (column,)})
+            batch: list[tuple[bytes, bytes]] = []
+            for partition in self._scan_all(tbl):
+                batch.extend((k, b"") for k in self._index_keys(only, partition.values))
+                if len(batch) >= _BATCH:
+                    self._store.put_many(INDEXES, batch)
+                    batch = []
+            self._store.put_many(INDEXES, batch)
+        return new
+
+    def explain_filter(self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql") -> FilterExplain:
+        """Run a partition filter and report the plan, access path, keys examined, partitions returned, time."""
+        started = time.perf_counter()
+        tbl = self.get_table(database, table)
+        bound = self._bind_partition_filter(tbl, filter, dialect)
+        path = self._access(tbl, bound)
+        returned = sum(1 for _ in self._partitions_for(tbl, path))
+        return FilterExplain(
+            table=tbl.qualified_name,
+            filter=str(bound),
+            access_path=path.describe(),
+            plan=str(path.plan),
+            candidates=path.candidates,
+            keys_examined=path.stats.keys_examined,
+            partitions_returned=returned,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    # --------------------------------------------------------------------------------------------- files
+
+    def _file_types(self, table: Table) -> list[DataType]:
+        return [*(t for _, t in table.partition_keys), STRING]
+
+    def _file_key(self, table: Table, values: tuple[Any, ...], path: str) -> bytes:
+        return _table_prefix(table.table_id) + keys.encode([*values, path], self._file_types(table))
+
+    def _file_range(self, table: Table, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
+        return keys.prefixed_range(
+            _table_prefix(table.table_id), *keys.range_for(list(values), self._file_types(table))
+        )
+
+    def _path_key(self, table: Table, path: str) -> bytes:
+        return _table_prefix(table.table_id) + keys.encode([path], [STRING])
+
+    def add_files(self, database: str, table: str, files: Iterable[FileStats]) -> int:
+        """Register data files (with their partition and statistics); their partitions are added if missing."""
+        return self.commit(database, table, add_files=files)["files_added"]
+
+    def commit(
+        self,
+        database: str,
+        table: str,
+        *,
+        add_partitions: Iterable[Any] = (),
+        add_files: Iterable[FileStats] = (),
+        remove_files: Iterable[str] = (),
+        replace_partitions: Iterable[Any] = (),
+        expected_version: int | None = None,
+    ) -> dict[str, int]:
+        """One atomic change of a table: add partitions and files, remove files, replace partitions' files.
+
+        `replace_partitions` drops every file of those partitions first (an overwrite). With `expected_version`
+        the commit fails with CommitConflictError when another writer has committed since that version;
+        without it, concurrent commits serialize and none loses the other's files.
+        """
+        tbl = self.get_table(database, table)
+        new_partitions = [self._partition_values(tbl, spec) for spec in add_partitions]
+        replaced = [self._partition_values(tbl, spec) for spec in replace_partitions]
+        files = []
+        for file in add_files:
+            if not isinstance(file, FileStats):
+                raise MetastoreError(f"add_files takes FileStats records, got {type(file).__name__}")
+            if not isinstance(file.path, str) or not file.path:
+                raise MetastoreError(f"a file needs a non-empty path, got {file.path!r}")
+            values = self._partition_values(tbl, file.partition if file.partition is not None else {})
+            files.append((values, file, encode_file(file, tbl)))
+        removed = []
+        for path in remove_files:
+            if not isinstance(path, str) or not path:
+                raise MetastoreError(f"remove_files takes file paths, got {path!r}")
+            removed.append(path)
+        with self._store.transaction():
+            tbl = self._locked_table(database, table, expected_version)
+            replaced_files = 0
+            for values in replaced:
+                start, stop = self._file_range(tbl, values)
+                for _, value in list(self._store.scan(FILES, start, stop)):
+                    self._store.delete(FILE_PATHS, self._path_key(tbl, decode_file(value, tbl).path))
+                    replaced_files += 1
+                self._store.delete_range(FILES, start, stop)
+            for path in removed:
+                path_key = self._path_key(tbl, path)
+                file_key = self._store.get(FILE_PATHS, path_key)
+                if file_key is None:
+                    raise NoSuchObjectError(f"file {path!r} is not part of {tbl.qualified_name}")
+                self._store.delete(FILES, file_key)
+                self._store.delete(FILE_PATHS, path_key)
+            partitions_added = self._insert_partitions(
+                tbl, [*new_partitions, *replaced, *(v for v, _, _ in files)], None, if_not_exists=True
+            )
+            path_keys = [self._path_key(tbl, f.path) for _, f, _ in files]
+            if len(set(path_keys)) != len(path_keys):
+                raise AlreadyExistsError("the same file path is given twice in one commit")
+            found = self._store.multi_get(FILE_PATHS, path_keys) if path_keys else {}
+            clash = [f.path for (_, f, _), k in zip(files, path_keys) if found.get(k) is not None]
+            if clash:
+                raise AlreadyExistsError(f"file {clash[0]!r} is already part of {tbl.qualified_name}")
+            file_rows = [(self._file_key(tbl, values, f.path), blob) for values, f, blob in files]
+            self._store.put_many(FILES, file_rows)
+            self._store.put_many(FILE_PATHS, [(pk, fk) for pk, (fk, _) in zip(path_keys, file_rows)])
+            new = self._bump(tbl)
+        return {
+            "version": new.version,
+            "partitions_added": partitions_added,
+            "files_added": len(files),
+            "files_removed": len(removed) + replaced_files,
+        }
+
+    def list_files(self, database: str, table: str, partitions: Iterable[Partition] | None = None) -> list[FileStats]:
+        """Files of the given partitions (all files when None), in partition key order."""
+        return list(self.iter_files(database, table, partitions))
+
+    def iter_files(
+        self, database: str, table: str, partitions: Iterable[Partition] | None = None
+    ) -> Iterator[FileStats]:
+        tbl = self.get_table(database, table)
+        ranges = (
+            [_range_of(_table_prefix(tbl.table_id))]
+            if partitions is None
+            else (self._file_range(tbl, tuple(p.values)) for p in partitions)
+        )
+        types = self._file_types(tbl)
+        names = tbl.partition_key_names
+        for start, stop in ranges:
+            for key, value in self._store.scan(FILES, start, stop):
+                values = keys.decode(key[8:], types)[:-1]
+                yield decode_file(value, tbl, dict(zip(names, values)))
+
+    def has_file(self, database: str, table: str, path: str) -> bool:
+        tbl = self.get_table(database, table)
+        return self._store.get(FILE_PATHS, self._path_key(tbl, path)) is not None
