@@ -40,6 +40,10 @@ class TypeCoercionError(BindError):
     """A value that cannot be converted to a declared type."""
 
 
+class PatternError(BindError):
+    """A LIKE pattern with a misplaced escape character, or a regular expression that does not compile."""
+
+
 class SerializationError(SargableError):
     """Bytes that are not a valid serialized expression (truncated, corrupt, unknown version)."""
 
@@ -48,12 +52,24 @@ class ExpressionTooComplexError(SargableError):
     """A rewrite (DNF/CNF, plan union) that would exceed its term cap."""
 
 
+class PushdownError(SargableError):
+    """A request to predicate analysis, decomposition or data skipping that it can't use (bad argument, operator)."""
+
+
+class StatisticsError(PushdownError):
+    """File statistics that are malformed, contradict themselves, or don't fit the column's type."""
+
+
 class KeyEncodingError(SargableError):
     """A value that can't be encoded as a key, or bytes that are not a valid key."""
 
 
 class StoreError(SargableError):
     """A failure of the key-value store backend (database error, bad URL)."""
+
+
+class TransactionConflictError(StoreError):
+    """A store transaction that lost a race with a concurrent one (deadlock, lock timeout); it was rolled back."""
 
 
 class MetastoreError(SargableError):

@@ -29,7 +29,14 @@ FLOAT_TYPES = frozenset({"float", "double"})
 TYPE_NAMES = frozenset(
     {*INTEGER_RANGES, *STRING_TYPES, *FLOAT_TYPES, "decimal", "date", "timestamp", "boolean"}
 )
-_SYNONYMS = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float", "bool": "boolean"}
+_SYNONYMS = {
+    "integer": "int",
+    "long": "bigint",
+    "short": "smallint",
+    "byte": "tinyint",
+    "real": "float",
+    "bool": "boolean",
+}
 MAX_DECIMAL_PRECISION = 38
 DECIMAL_CONTEXT = Context(prec=2 * MAX_DECIMAL_PRECISION)
 """Enough precision that arithmetic on any decimal(38,s) value is exact."""
@@ -320,7 +327,7 @@ def infer_type(value: Any) -> DataType:
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise TypeCoercionError(f"decimal literal {value} is not finite")
-        sign, digits, exponent = value.as_tuple()
+        _, digits, exponent = value.as_tuple()
         scale = max(0, -int(exponent))
         precision = max(len(digits) + max(0, int(exponent)), scale, 1)
         if precision > MAX_DECIMAL_PRECISION:

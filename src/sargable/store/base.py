@@ -1,0 +1,283 @@
+"""The ordered key-value store interface every backend implements, and the logic they share.
+
+A store holds named keyspaces (tables of `bytes` keys to `bytes` values, kept in bytewise key order). Reads and
+writes outside `transaction()` are committed one call at a time; inside it they commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sargable.errors import StoreError, TransactionConflictError
+
+T = TypeVar("T")
+
+_KEYSPACE_RE = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
+TABLE_PREFIX = "kv_"
+"""Keyspace `name` lives in the table `kv_name`, so keyspaces never collide with other tables of the database."""
+
+FIRST_PAGE = 64
+MAX_PAGE = 8192
+"""Scans fetch pages that grow from FIRST_PAGE to MAX_PAGE rows: cheap early exits, few round trips on long scans."""
+
+
+def check_keyspace(name: Any) -> str:
+    """Validate a keyspace name (lowercase letter, then up to 47 of lowercase letters, digits, `_`)."""
+    if not isinstance(name, str) or not _KEYSPACE_RE.match(name):
+        raise StoreError(
+            f"invalid keyspace name {name!r}: use a lowercase letter followed by up to 47 lowercase letters, "
+            "digits or underscores"
+        )
+    return name
+
+
+def as_bytes(value: Any, what: str = "key") -> bytes:
+    """A key or value as `bytes` (bytearray and memoryview are copied); anything else is a `StoreError`."""
+    if type(value) is bytes:
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise StoreError(f"store {what}s are bytes, got {type(value).__name__} {value!r:.80}")
+
+
+def successor(key: bytes) -> bytes:
+    """The smallest key greater than `key`: where a forward scan resumes after it."""
+    return key + b"\x00"
+
+
+class Store(ABC):
+    """An ordered key-value store with named keyspaces and ACID transactions.
+
+    Transactions: `with store.transaction():` commits on success and rolls back on an exception. A nested
+    `transaction()` is a savepoint: an exception inside it undoes only its own writes (and propagates). A
+    `transaction(readonly=True)` reads one consistent snapshot and refuses writes. A `Store` object is meant for one
+    thread at a time; open one per thread or process (stores are safe to share between processes).
+    """
+
+    backend: str
+    url: str
+    """The store's URL without any password."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._depth = 0
+        self._readonly = False
+        self._closed = False
+
+    # --- backend primitives ---------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _begin(self, readonly: bool) -> None: ...
+
+    @abstractmethod
+    def _commit(self) -> None: ...
+
+    @abstractmethod
+    def _rollback(self) -> None: ...
+
+    @abstractmethod
+    def _execute(self, sql: str) -> None:
+        """Run one parameterless statement (savepoint handling)."""
+
+    @abstractmethod
+    def _close(self) -> None: ...
+
+    # --- transactions ---------------------------------------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a `transaction()` block is open on this store object."""
+        return self._depth > 0
+
+    @contextmanager
+    def transaction(self, *, readonly: bool = False) -> Iterator[Store]:
+        """Run the block as one transaction (or as a savepoint inside an enclosing one); yields the store."""
+        self._check_open()
+        if self._depth == 0:
+            self._begin(readonly)
+            self._depth, self._readonly = 1, readonly
+            try:
+                yield self
+            except BaseException:
+                self._depth, self._readonly = 0, False
+                self._rollback()
+                raise
+            self._depth, self._readonly = 0, False
+            self._commit()
+            return
+        if self._readonly and not readonly:
+            raise StoreError(f"{self.url}: a write transaction can't be nested in a read-only one")
+        savepoint = f"sargable_{self._depth}"
+        self._execute(f"SAVEPOINT {savepoint}")
+        self._depth += 1
+        try:
+            yield self
+        except BaseException:
+            self._depth -= 1
+            self._execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+            self._execute(f"RELEASE SAVEPOINT {savepoint}")
+            raise
+        self._depth -= 1
+        self._execute(f"RELEASE SAVEPOINT {savepoint}")
+
+    def run_in_transaction(self, fn: Callable[..., T], *args: Any, attempts: int = 10, **kwargs: Any) -> T:
+        """Call `fn(*args, **kwargs)` in a transaction, re-running it when it loses a race to a concurrent one
+        (`TransactionConflictError`), with jittered backoff, up to `attempts` times. Inside an open transaction
+        it just calls `fn` (the enclosing transaction owns the retry)."""
+        if self._depth:
+            return fn(*args, **kwargs)
+        for attempt in range(attempts):
+            try:
+                with self.transaction():
+                    return fn(*args, **kwargs)
+            except TransactionConflictError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.002 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+
+    def _check_writable(self) -> None:
+        if self._readonly and self._depth:
+            raise StoreError(f"{self.url}: write in a read-only transaction")
+
+    # --- keyspaces ------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def create_keyspace(self, name: str) -> None:
+        """Create keyspace `name` if it does not exist (idempotent)."""
+
+    @abstractmethod
+    def drop_keyspace(self, name: str) -> None:
+        """Drop keyspace `name` and all its keys; dropping a missing keyspace does nothing."""
+
+    @abstractmethod
+    def keyspaces(self) -> list[str]:
+        """The names of the existing keyspaces, sorted."""
+
+    # --- reads ----------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def get(self, keyspace: str, key: bytes) -> bytes | None:
+        """The value under `key`, or None."""
+
+    def get_for_update(self, keyspace: str, key: bytes) -> bytes | None:
+        """Like `get`, and inside a write transaction locks the key until commit, so a read-modify-write of it
+        can't interleave with another writer's (SQLite write transactions hold the whole database already)."""
+        self._check_writable()
+        return self.get(keyspace, key)
+
+    @abstractmethod
+    def multi_get(self, keyspace: str, keys: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The values of the given keys that exist, as {key: value}; missing keys are absent from the dict."""
+
+    @abstractmethod
+    def scan(
+        self,
+        keyspace: str,
+        start: bytes | None = None,
+        stop: bytes | None = None,
+        *,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Yield `(key, value)` for start <= key < stop (None: unbounded) in key order, descending if `reverse`,
+        at most `limit` pairs. Pages are fetched by key (keyset paging), so memory stays bounded; outside a
+        transaction each page sees the latest committed data, inside `transaction(readonly=True)` one snapshot."""
+
+    @abstractmethod
+    def count(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
+        """The number of keys in [start, stop)."""
+
+    # --- writes ---------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def put(self, keyspace: str, key: bytes, value: bytes) -> None:
+        """Set `key` to `value` (insert or replace)."""
+
+    @abstractmethod
+    def put_many(self, keyspace: str, items: Iterable[tuple[bytes, bytes]]) -> int:
+        """Set many keys at once (atomically, also outside a transaction); the last value of a repeated key wins.
+        Returns the number of distinct keys written."""
+
+    @abstractmethod
+    def delete(self, keyspace: str, key: bytes) -> bool:
+        """Delete `key`; whether it existed."""
+
+    @abstractmethod
+    def delete_range(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
+        """Delete every key in [start, stop); the number deleted."""
+
+    # --- lifetime -------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; an open transaction is rolled back. Closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        self._depth, self._readonly = 0, False
+        self._close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url}>"
+
+
+def check_range(start: bytes | None, stop: bytes | None) -> tuple[bytes, bytes | None]:
+    """Validate scan bounds; a None start becomes b"" (the smallest key)."""
+    return (b"" if start is None else as_bytes(start, "bound")), (None if stop is None else as_bytes(stop, "bound"))
+
+
+def check_limit(limit: int | None) -> int | None:
+    """Validate a scan limit (None or a non-negative int)."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise StoreError(f"scan limit must be a non-negative integer or None, got {limit!r}")
+    return limit
+
+
+def page_sizes(limit: int | None) -> Iterator[int]:
+    """The row counts of successive scan pages: growing, and never past `limit` in total."""
+    size, left = FIRST_PAGE, limit
+    while left is None or left > 0:
+        page = size if left is None else min(size, left)
+        yield page
+        if left is not None:
+            left -= page
+        size = min(size * 4, MAX_PAGE)
+
+
+def unique_items(items: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Validated pairs in key order, the last value of a repeated key winning (sorted writes avoid deadlocks)."""
+    merged: dict[bytes, bytes] = {}
+    try:
+        for key, value in items:
+            merged[as_bytes(key)] = as_bytes(value, "value")
+    except (TypeError, ValueError):
+        raise StoreError("put_many takes an iterable of (key, value) pairs of bytes") from None
+    return sorted(merged.items())
+
+
+def unique_keys(keys: Iterable[bytes]) -> Sequence[bytes]:
+    """Validated distinct keys of a multi_get."""
+    if isinstance(keys, (bytes, bytearray, memoryview, str)):
+        raise StoreError("multi_get takes an iterable of keys, not a single key")
+    try:
+        return list(dict.fromkeys(as_bytes(k) for k in keys))
+    except TypeError:
+        raise StoreError("multi_get takes an iterable of bytes keys") from None
