@@ -191,7 +191,7 @@ def _parse_number(text: str) -> Decimal | float:
 
 def _decimal_fits(value: Decimal, dtype: DataType) -> bool:
     assert dtype.precision is not None and dtype.scale is not None
-    if abs(value) >= Decimal(10) ** (dtype.precision - dtype.scale):
+    if value.copy_abs() >= Decimal(10).scaleb(dtype.precision - dtype.scale - 1):
         return False
     return value.quantize(Decimal(1).scaleb(-dtype.scale), context=DECIMAL_CONTEXT) == value
 
