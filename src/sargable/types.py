@@ -215,10 +215,21 @@ def format_value(value: Any, dtype: DataType) -> str:
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
+        if name == "float":
+            return _shortest_float32(value)
         return repr(float(value))
     if name == "decimal":
         return format(value, "f")
     return str(value)
+
+
+def _shortest_float32(value: float) -> str:
+    """The shortest decimal text that reads back as the same single-precision value (0.1, not 0.100000001...)."""
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if float32(float(text)) == value:
+            return repr(float(text))
+    return repr(float(value))
 
 
 def convert(value: Any, dtype: DataType) -> Any:

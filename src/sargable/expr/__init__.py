@@ -5,6 +5,9 @@ Submodules: `nodes` (the tree and builders), `parser` (filter text), `render` (c
 (NNF, constant folding, range merging, DNF/CNF), `sarg` (Hive SearchArgument view), `like` (LIKE patterns).
 """
 
+from sargable.expr.binary import dumps, loads
+from sargable.expr.bind import bind
+from sargable.expr.evaluate import evaluate, evaluate_many
 from sargable.expr.nodes import (
     FALSE,
     NULL_LITERAL,
@@ -32,6 +35,10 @@ from sargable.expr.nodes import (
     transform,
     walk,
 )
+from sargable.expr.normalize import fold_constants, merge_ranges, normalize, to_cnf, to_dnf, to_nnf
+from sargable.expr.parser import parse
+from sargable.expr.render import render, render_sql
+from sargable.expr.sarg import SearchArgument, to_sarg
 
 __all__ = [
     "FALSE",
@@ -51,12 +58,28 @@ __all__ = [
     "Operand",
     "Or",
     "Regex",
+    "SearchArgument",
     "and_",
+    "bind",
     "col",
     "columns_of",
+    "dumps",
+    "evaluate",
+    "evaluate_many",
     "fold",
+    "fold_constants",
     "lit",
+    "loads",
+    "merge_ranges",
+    "normalize",
     "or_",
+    "parse",
+    "render",
+    "render_sql",
+    "to_cnf",
+    "to_dnf",
+    "to_nnf",
+    "to_sarg",
     "transform",
     "walk",
 ]
