@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from sargable.types import BOOLEAN, NULL, DataType, infer_type
@@ -34,6 +34,9 @@ class Expr:
 
     def children(self) -> tuple[Expr, ...]:
         """The direct sub-expressions, in a fixed order."""
+        return self._kids  # type: ignore[attr-defined]
+
+    def _collect_children(self) -> tuple[Expr, ...]:
         out: list[Expr] = []
         for name in self._child_fields:
             value = getattr(self, name)
@@ -69,11 +72,17 @@ class Expr:
         return ()
 
     def _compute_hash(self) -> None:
-        child_hashes = tuple(hash(child) for child in self.children())
-        object.__setattr__(self, "_hash", hash((type(self).__name__, self._local(), child_hashes)))
+        """Cache the children tuple and the structural hash (from the children's cached hashes: no recursion)."""
+        kids = self._collect_children() if self._child_fields else ()
+        object.__setattr__(self, "_kids", kids)
+        object.__setattr__(self, "_hash", hash((type(self).__name__, self._local(), tuple(map(hash, kids)))))
 
     def __hash__(self) -> int:
         return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle by constructor arguments: the cached hash depends on the process's string-hash seed."""
+        return type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init)  # type: ignore[arg-type]
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -191,6 +200,7 @@ class Column(Operand):
     name: str
     type: DataType | None = None
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._compute_hash()
@@ -206,6 +216,7 @@ class Literal(Operand):
     value: Any
     type: DataType
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._compute_hash()
@@ -222,6 +233,7 @@ class Func(Operand):
     args: tuple[Expr, ...] = ()
     _child_fields: ClassVar[tuple[str, ...]] = ("args",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", self.name.lower())
@@ -240,6 +252,7 @@ class Comparison(Expr):
     right: Expr
     _child_fields: ClassVar[tuple[str, ...]] = ("left", "right")
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.op not in COMPARISON_OPS:
@@ -259,6 +272,7 @@ class In(Expr):
     negated: bool = False
     _child_fields: ClassVar[tuple[str, ...]] = ("operand", "values")
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -279,6 +293,7 @@ class Between(Expr):
     negated: bool = False
     _child_fields: ClassVar[tuple[str, ...]] = ("operand", "low", "high")
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._compute_hash()
@@ -295,6 +310,7 @@ class IsNull(Expr):
     negated: bool = False
     _child_fields: ClassVar[tuple[str, ...]] = ("operand",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._compute_hash()
@@ -313,6 +329,7 @@ class Like(Expr):
     negated: bool = False
     _child_fields: ClassVar[tuple[str, ...]] = ("operand",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.escape is not None and len(self.escape) != 1:
@@ -336,6 +353,7 @@ class Regex(Expr):
     negated: bool = False
     _child_fields: ClassVar[tuple[str, ...]] = ("operand",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._compute_hash()
@@ -351,6 +369,7 @@ class Not(Expr):
     child: Expr
     _child_fields: ClassVar[tuple[str, ...]] = ("child",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._compute_hash()
@@ -373,15 +392,13 @@ class And(Expr):
     children_: tuple[Expr, ...]
     _child_fields: ClassVar[tuple[str, ...]] = ("children_",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "children_", _flat(And, self.children_))
         if len(self.children_) < 2:
             raise ValueError("And needs at least two children; use and_() for any number")
         self._compute_hash()
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.children_
 
     def with_children(self, children: tuple[Expr, ...]) -> Expr:
         return and_(*children)
@@ -394,15 +411,13 @@ class Or(Expr):
     children_: tuple[Expr, ...]
     _child_fields: ClassVar[tuple[str, ...]] = ("children_",)
     _hash: int = field(init=False, repr=False, compare=False)
+    _kids: tuple[Expr, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "children_", _flat(Or, self.children_))
         if len(self.children_) < 2:
             raise ValueError("Or needs at least two children; use or_() for any number")
         self._compute_hash()
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.children_
 
     def with_children(self, children: tuple[Expr, ...]) -> Expr:
         return or_(*children)
