@@ -56,6 +56,7 @@ from sargable.expr import (
     to_nnf,
     to_sarg,
 )
+from sargable.metastore import Metastore, Partition, Table
 from sargable.parquet_stats import stats_from_arrow, stats_from_parquet
 from sargable.plan import FilterPlan, ScanMarker, ScanPlan
 from sargable.skipping import FileStatsTable, Truth, TruthValue, file_truth, may_match, select_files, truth_value
@@ -89,10 +90,12 @@ __all__ = [
     "KeyEncodingError",
     "Like",
     "Literal",
+    "Metastore",
     "MetastoreError",
     "NoSuchObjectError",
     "Not",
     "Or",
+    "Partition",
     "PatternError",
     "PredicateAnalyzer",
     "PushdownError",
@@ -105,6 +108,7 @@ __all__ = [
     "SerializationError",
     "StatisticsError",
     "StoreError",
+    "Table",
     "Truth",
     "TruthValue",
     "TypeCoercionError",

@@ -1,0 +1,702 @@
+"""Predicates on one column in the form file statistics answer, and the compilation of a bound expression into them.
+
+A predicate is bound, normalized (`sargable.expr.normalize`: NNF, literals on the right, constants folded, ranges
+on one operand merged, so `x < 3 AND x > 3` is empty) and compiled once into a postfix program over `Leaf`,
+`Const`, AND and OR steps; negations are pushed into the leaves on the way, so no answer about a file is ever
+negated, and ranges on one column inside an AND are intersected in the column's domain (`x > 4.5 AND x < 5` on an
+int column is empty). Each leaf states, for one column, which outcomes (TRUE, FALSE, NULL, as bits of an outcome
+set) a row can produce:
+
+- a NULL value gives `null`; a NaN gives `nan` (by the oracle's `compare_values`: Spark's NaN ordering);
+- any other value gives `inside` when it lies in the leaf's range (`kind == "range"`) or value set
+  (`kind == "set"`), else `outside`; `kind == "all"` puts every value inside.
+
+Literals are first moved into the column's domain (`hr > 3.5` on an int column is `hr >= 4`, a bound beyond the
+type's range is dropped or empties the range), so the row-at-a-time and the vectorized evaluators compare values of
+the column's own type only, and give the same answers. Everything the statistics can't answer (functions, RLIKE,
+column against column) is a `Const` whose outcomes are all three.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import math
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from sargable.errors import PushdownError, SargableError
+from sargable.expr.bind import bind
+from sargable.expr.evaluate import compare_values, literal_value
+from sargable.expr.like import like_prefix, like_to_regex, prefix_successor
+from sargable.expr.nodes import (
+    And,
+    Between,
+    Column,
+    Comparison,
+    Expr,
+    In,
+    IsNull,
+    Like,
+    Literal,
+    Not,
+    Or,
+    walk,
+)
+from sargable.expr.normalize import normalize
+from sargable.types import DECIMAL_CONTEXT, INTEGER_RANGES, DataType, parse_type
+
+TRUE, FALSE, NULL = 1, 2, 4
+ANY = TRUE | FALSE | NULL
+EMPTY_RANGE = object()
+"""A canonical bound that no value of the column satisfies."""
+
+
+def swap(mask: int) -> int:
+    """The outcome set of NOT: TRUE and FALSE trade places, NULL stays."""
+    return (mask & NULL) | ((mask & TRUE) << 1) | ((mask & FALSE) >> 1)
+
+
+def _combined(a: int, b: int, conjunction: bool) -> int:
+    """The outcome set of `a AND b` (or `a OR b`) for two non-empty outcome sets of rows.
+
+    Every outcome pair can occur (rows combine independently), so e.g. AND is TRUE only from (TRUE, TRUE) and NULL
+    from (NULL, NULL), (NULL, TRUE) or (TRUE, NULL). The vectorized evaluator uses the same formulas bitwise.
+    """
+    ta, fa, na = bool(a & TRUE), bool(a & FALSE), bool(a & NULL)
+    tb, fb, nb = bool(b & TRUE), bool(b & FALSE), bool(b & NULL)
+    if conjunction:
+        t, f, n = ta and tb, fa or fb, (na and (nb or tb)) or (ta and nb)
+    else:
+        t, f, n = ta or tb, fa and fb, (na and (nb or fb)) or (fa and nb)
+    return (TRUE if t else 0) | (FALSE if f else 0) | (NULL if n else 0)
+
+
+AND_TABLE = tuple(tuple(_combined(a, b, True) for b in range(8)) for a in range(8))
+OR_TABLE = tuple(tuple(_combined(a, b, False) for b in range(8)) for a in range(8))
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A predicate on one column: outcome sets for NULL, NaN, and values inside / outside its range or value set.
+
+    `regex` (LIKE) decides membership exactly for a file's value set: a matching value gives `matched`, another
+    gives `outside`; bounds alone only tell whether a value may start with the pattern's prefix (`inside`).
+    """
+
+    column: str
+    dtype: DataType
+    kind: str
+    inside: int
+    outside: int
+    null: int
+    nan: int
+    lo: Any = None
+    lo_incl: bool = True
+    hi: Any = None
+    hi_incl: bool = True
+    values: tuple[Any, ...] = ()
+    regex: re.Pattern[str] | None = None
+    matched: int = 0
+    value_set: frozenset[Any] = frozenset()
+
+    def negated(self) -> Leaf:
+        return replace(
+            self,
+            inside=swap(self.inside),
+            outside=swap(self.outside),
+            null=swap(self.null),
+            nan=swap(self.nan),
+            matched=swap(self.matched),
+        )
+
+    def contains(self, value: Any) -> bool:
+        """Whether a non-NULL, non-NaN value of the column is in the range / value set / pattern (value sets)."""
+        if self.regex is not None:
+            return self.regex.match(value) is not None
+        if self.kind == "set":
+            return value in self.value_set
+        if self.kind == "all":
+            return True
+        if self.lo is not None and (value < self.lo if self.lo_incl else value <= self.lo):
+            return False
+        return not (self.hi is not None and (value > self.hi if self.hi_incl else value >= self.hi))
+
+    @property
+    def exact_inside(self) -> int:
+        """Outcomes of a value known to be in the range / set / pattern (value-set evaluation)."""
+        return self.matched if self.regex is not None else self.inside
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A predicate whose outcome set doesn't depend on the statistics (a constant, or what they can't answer)."""
+
+    mask: int
+
+    def negated(self) -> Const:
+        return Const(swap(self.mask))
+
+
+UNKNOWN = Const(ANY)
+
+Step = tuple[str, Any]
+"""A program step: ("leaf", Leaf), ("const", Const), ("and", n) or ("or", n) over the last n results."""
+
+
+# -- literals in the column's domain ----------------------------------------------------------------------------------
+
+
+def _float32_bits(value: float) -> int:
+    return struct.unpack("<i", struct.pack("<f", value))[0]
+
+
+def _float32_from_bits(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<i", bits))[0]
+
+
+def _next32(value: float, up: bool) -> float:
+    """The float32 next to a float32 `value` towards +inf (`up`) or -inf."""
+    if value == 0.0:
+        tiny = _float32_from_bits(1)
+        return tiny if up else -tiny
+    bits = _float32_bits(value)
+    step = 1 if (value > 0) == up else -1
+    return _float32_from_bits(bits + step)
+
+
+_MAX32 = _float32_from_bits(0x7F7FFFFF)
+
+
+def _nearest(number: Any, single: bool) -> float:
+    """The float (float32 when `single`) nearest to an exact number, or an infinity when it is beyond the range."""
+    try:
+        value = float(number)
+        return struct.unpack("<f", struct.pack("<f", value))[0] if single else value
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
+
+
+def _step(value: float, up: bool, single: bool) -> float:
+    if single:
+        if math.isinf(value):
+            return (-_MAX32 if value < 0 else value) if up else (_MAX32 if value > 0 else value)
+        return _next32(value, up)
+    return math.nextafter(value, math.inf if up else -math.inf)
+
+
+def _float_ceiling(number: Any, single: bool) -> float:
+    """The least float (float32 when `single`) >= an exact number (int, Decimal or float)."""
+    value = _nearest(number, single)
+    return _step(value, True, single) if value < number else value
+
+
+def _float_floor(number: Any, single: bool) -> float:
+    """The greatest float (float32 when `single`) <= an exact number."""
+    value = _nearest(number, single)
+    return _step(value, False, single) if value > number else value
+
+
+def _grid(dtype: DataType) -> tuple[Fraction, Fraction, Fraction]:
+    """Spacing and range of an integral or decimal type's values, as exact fractions."""
+    if dtype.is_integral:
+        low, high = INTEGER_RANGES[dtype.name]
+        return Fraction(1), Fraction(low), Fraction(high)
+    scale, precision = dtype.scale or 0, dtype.precision or 38
+    quantum = Fraction(1, 10**scale)
+    top = Fraction(10 ** (precision - scale)) - quantum
+    return quantum, -top, top
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _midnight(value: dt.date) -> dt.datetime:
+    return dt.datetime(value.year, value.month, value.day)
+
+
+def _native(value: Any, dtype: DataType) -> bool:
+    """Whether a literal is already exactly a value of the column's type (the common case, decided quickly)."""
+    kind = type(value)
+    if dtype.is_integral:
+        low, high = INTEGER_RANGES[dtype.name]
+        return kind is int and low <= value <= high
+    if dtype.is_string:
+        return kind is str
+    if dtype.is_floating:
+        return kind is float and value == value and (dtype.name == "double" or _nearest(value, True) == value)
+    if dtype.name == "decimal":
+        if kind is not Decimal or not value.is_finite():
+            return False
+        exponent = value.as_tuple().exponent
+        scale, precision = dtype.scale or 0, dtype.precision or 38
+        return exponent == -scale and len(value.as_tuple().digits) <= precision
+    expected = {"date": dt.date, "timestamp": dt.datetime, "boolean": bool}.get(dtype.name)
+    return kind is expected
+
+
+def _bound(value: Any, dtype: DataType, lower: bool, incl: bool) -> Any:
+    """A range bound in the column's domain: (value, inclusive), None (no constraint), EMPTY_RANGE, or False when the
+    literal is not of the column's family (the leaf then stays unknown)."""
+    if _native(value, dtype):
+        return value, incl
+    if _is_nan(value):
+        if not (dtype.is_numeric):
+            return False
+        return EMPTY_RANGE if lower else None
+    if dtype.is_integral or dtype.name == "decimal":
+        if not _is_number(value):
+            return False
+        quantum, low, high = _grid(dtype)
+        if isinstance(value, float) and math.isinf(value):
+            edge: Any = value
+        else:
+            steps = Fraction(value) / quantum
+            whole = math.ceil(steps) if lower else math.floor(steps)
+            if not incl and whole == steps:
+                whole += 1 if lower else -1
+            edge = whole * quantum
+        if edge > high:
+            return EMPTY_RANGE if lower else None
+        if edge < low:
+            return None if lower else EMPTY_RANGE
+        return _grid_value(edge, dtype), True
+    if dtype.is_floating:
+        if not _is_number(value):
+            return False
+        single = dtype.name == "float"
+        candidate = _float_ceiling(value, single) if lower else _float_floor(value, single)
+        return (candidate, incl) if candidate == value else (candidate, True)
+    if dtype.is_string:
+        return (value, incl) if isinstance(value, str) else False
+    if dtype.name == "date":
+        if isinstance(value, dt.datetime):
+            if value == _midnight(value.date()):
+                return value.date(), incl
+            day = value.date()
+            if lower:
+                try:
+                    return day + dt.timedelta(days=1), True
+                except OverflowError:
+                    return EMPTY_RANGE
+            return day, True
+        return (value, incl) if isinstance(value, dt.date) else False
+    if dtype.name == "timestamp":
+        if isinstance(value, dt.datetime):
+            return value, incl
+        return (_midnight(value), incl) if isinstance(value, dt.date) else False
+    if dtype.name == "boolean":
+        return (value, incl) if isinstance(value, bool) else False
+    return False
+
+
+def _grid_value(value: Fraction, dtype: DataType) -> Any:
+    """An exact multiple of the type's spacing as the column's Python value (int or Decimal with its scale)."""
+    if dtype.is_integral:
+        return int(value)
+    scale = dtype.scale or 0
+    return Decimal(int(value * 10**scale)).scaleb(-scale, context=DECIMAL_CONTEXT)
+
+
+def _exact_value(value: Any, dtype: DataType) -> Any:
+    """The column-domain value equal to a literal, None if no value of the column equals it, False if unknown."""
+    if _native(value, dtype):
+        return value
+    low = _bound(value, dtype, True, True)
+    high = _bound(value, dtype, False, True)
+    if low is False or high is False:
+        return False
+    if low is None or high is None or low is EMPTY_RANGE or high is EMPTY_RANGE:
+        return None
+    return low[0] if low[0] == high[0] else None
+
+
+# -- leaves from expression nodes --------------------------------------------------------------------------------------
+
+
+def _bit(value: bool | None) -> int:
+    return TRUE if value is True else FALSE if value is False else NULL
+
+
+_CMP = {
+    "=": lambda c: c == 0,
+    "<=>": lambda c: c == 0,
+    "!=": lambda c: c != 0,
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+}
+
+
+def _nan_outcome(node: Expr) -> int:
+    """The outcome of a leaf on a NaN value, by the oracle's ordering (NaN above every number, equal to itself)."""
+    try:
+        if isinstance(node, Comparison):
+            found = _operand_literal(node)
+            if found is None:
+                return ANY
+            _, op, literal = found
+            return _bit(_CMP[op](compare_values(math.nan, literal.value)))
+        if isinstance(node, In):
+            listed = [v.value for v in node.values]  # type: ignore[attr-defined]
+            hit = TRUE if any(_is_nan(v) for v in listed) else (NULL if None in listed else FALSE)
+            return swap(hit) if node.negated else hit
+        if isinstance(node, Between):
+            low = compare_values(math.nan, node.low.value) >= 0  # type: ignore[attr-defined]
+            high = compare_values(math.nan, node.high.value) <= 0  # type: ignore[attr-defined]
+            return _bit((low and high) != node.negated)
+    except SargableError:
+        return ANY
+    return ANY
+
+
+def _edge_outcomes(node: Expr, column: Column) -> tuple[int, int]:
+    """Outcome sets of a NULL row and of a NaN row (the latter only for float columns) for a leaf with non-NULL
+    literals: NULL for comparisons, IN, BETWEEN and LIKE, FALSE for `<=>`."""
+    floating = column.type is not None and column.type.is_floating
+    if isinstance(node, IsNull):
+        present = TRUE if node.negated else FALSE
+        return swap(present), (present if floating else 0)
+    null = FALSE if isinstance(node, Comparison) and node.op == "<=>" else NULL
+    return null, (_nan_outcome(node) if floating else 0)
+
+
+def _range_leaf(expr: Expr, column: Column, low: Any, high: Any, inside: int, outside: int, **extra: Any) -> Any:
+    """A range leaf from canonical bounds; empty ranges put every value outside."""
+    dtype = column.type
+    assert dtype is not None
+    if low is False or high is False:
+        return UNKNOWN
+    null, nan = _edge_outcomes(expr, column)
+    if low is EMPTY_RANGE or high is EMPTY_RANGE or _empty(low, high):
+        return Leaf(column.name, dtype, "all", outside, outside, null, nan)
+    if low is None and high is None:
+        return Leaf(column.name, dtype, "all", inside, outside, null, nan, **extra)
+    lo, lo_incl = low if low is not None else (None, True)
+    hi, hi_incl = high if high is not None else (None, True)
+    return Leaf(column.name, dtype, "range", inside, outside, null, nan, lo, lo_incl, hi, hi_incl, **extra)
+
+
+def _empty(low: Any, high: Any) -> bool:
+    if low is None or high is None:
+        return False
+    (lo, lo_incl), (hi, hi_incl) = low, high
+    return lo > hi or (lo == hi and not (lo_incl and hi_incl))
+
+
+def _operand_literal(node: Comparison) -> tuple[Column, str, Literal] | None:
+    flipped = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "<=>": "<=>"}
+    if isinstance(node.left, Column) and isinstance(node.right, Literal):
+        return node.left, node.op, node.right
+    if isinstance(node.right, Column) and isinstance(node.left, Literal):
+        return node.right, flipped[node.op], node.left
+    return None
+
+
+def _comparison_leaf(node: Comparison) -> Leaf | Const:
+    found = _operand_literal(node)
+    if found is None:
+        return _constant(node)
+    column, op, literal = found
+    dtype, value = column.type, literal.value
+    if dtype is None:
+        return UNKNOWN
+    if value is None:
+        if op == "<=>":
+            return Leaf(column.name, dtype, "all", FALSE, FALSE, TRUE, FALSE if dtype.is_floating else 0)
+        return Const(NULL)
+    if op in ("=", "!=", "<=>"):
+        inside, outside = (FALSE, TRUE) if op == "!=" else (TRUE, FALSE)
+        low, high = _bound(value, dtype, True, True), _bound(value, dtype, False, True)
+        return _range_leaf(node, column, low, high, inside, outside)
+    if op in ("<", "<="):
+        return _range_leaf(node, column, None, _bound(value, dtype, False, op == "<="), TRUE, FALSE)
+    return _range_leaf(node, column, _bound(value, dtype, True, op == ">="), None, TRUE, FALSE)
+
+
+def _in_leaf(node: In) -> Leaf | Const:
+    column = node.operand
+    if not isinstance(column, Column) or column.type is None:
+        return UNKNOWN if isinstance(column, Column) else _constant(node)
+    if not all(isinstance(v, Literal) for v in node.values):
+        return UNKNOWN
+    dtype = column.type
+    has_null = False
+    members = set()
+    for literal in node.values:
+        value = literal.value  # type: ignore[attr-defined]
+        if value is None:
+            has_null = True
+            continue
+        if _is_nan(value):
+            continue
+        exact = _exact_value(value, dtype)
+        if exact is False:
+            return UNKNOWN
+        if exact is not None:
+            members.add(exact)
+    null, nan = _edge_outcomes(node, column)
+    inside, outside = TRUE, (NULL if has_null else FALSE)
+    if node.negated:
+        inside, outside = FALSE, (NULL if has_null else TRUE)
+    if not members:
+        return Leaf(column.name, dtype, "all", outside, outside, null, nan)
+    values = tuple(sorted(members))
+    return Leaf(column.name, dtype, "set", inside, outside, null, nan, values=values, value_set=frozenset(members))
+
+
+def _between_leaf(node: Between) -> tuple[Any, Any] | Leaf | Const:
+    column = node.operand
+    if not isinstance(column, Column) or column.type is None:
+        return UNKNOWN if isinstance(column, Column) else _constant(node)
+    if not (isinstance(node.low, Literal) and isinstance(node.high, Literal)):
+        return UNKNOWN
+    if node.low.value is None or node.high.value is None:
+        low_leaf = _comparison_leaf(Comparison(">=", column, node.low))
+        return low_leaf, _comparison_leaf(Comparison("<=", column, node.high))
+    dtype = column.type
+    inside, outside = (FALSE, TRUE) if node.negated else (TRUE, FALSE)
+    low = _bound(node.low.value, dtype, True, True)
+    high = _bound(node.high.value, dtype, False, True)
+    return _range_leaf(node, column, low, high, inside, outside)
+
+
+def _like_leaf(node: Like) -> Leaf | Const:
+    column = node.operand
+    if not isinstance(column, Column):
+        return _constant(node)
+    if column.type is None or not column.type.is_string:
+        return UNKNOWN
+    prefix, rest = like_prefix(node.pattern, node.escape)
+    inside, outside = (FALSE, TRUE) if node.negated else (TRUE, FALSE)
+    if rest == "":
+        return _range_leaf(node, column, (prefix, True), (prefix, True), inside, outside)
+    regex = like_to_regex(node.pattern, node.escape)
+    only_any = set(rest) == {"%"} and node.escape != "%"
+    successor = prefix_successor(prefix) if prefix else None
+    high = (successor, False) if successor is not None else None
+    low = (prefix, True) if prefix else None
+    maybe = inside if only_any else TRUE | FALSE
+    return _range_leaf(node, column, low, high, maybe, outside, regex=regex, matched=inside)
+
+
+def _null_leaf(node: IsNull) -> Leaf | Const:
+    column = node.operand
+    if not isinstance(column, Column):
+        return _constant(node)
+    if column.type is None:
+        return UNKNOWN
+    null, nan = _edge_outcomes(node, column)
+    value = TRUE if node.negated else FALSE
+    return Leaf(column.name, column.type, "all", value, value, null, nan)
+
+
+def _constant(node: Expr) -> Const:
+    """A column-free predicate evaluates once; anything else the statistics can't answer is unknown."""
+    if any(isinstance(n, Column) for n in walk(node)):
+        return UNKNOWN
+    try:
+        result = literal_value(node)
+    except SargableError:
+        return UNKNOWN
+    return Const(TRUE if result is True else FALSE if result is False else NULL)
+
+
+def leaf_of(node: Expr) -> Leaf | Const | tuple[Any, Any]:
+    """The leaf for a predicate node that is not AND / OR / NOT (a pair of leaves to AND for BETWEEN with NULL)."""
+    if isinstance(node, Comparison):
+        return _comparison_leaf(node)
+    if isinstance(node, In):
+        return _in_leaf(node)
+    if isinstance(node, Between):
+        return _between_leaf(node)
+    if isinstance(node, Like):
+        return _like_leaf(node)
+    if isinstance(node, IsNull):
+        return _null_leaf(node)
+    if isinstance(node, Literal):
+        value = node.value
+        return Const(TRUE if value is True else FALSE if value is False else NULL)
+    if isinstance(node, Column):
+        if node.type is not None and node.type.name == "boolean":
+            return _range_leaf(Comparison("=", node, Literal(True, node.type)), node, (True, True), (True, True),
+                               TRUE, FALSE)
+        return UNKNOWN
+    return _constant(node)
+
+
+# -- programs ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """A compiled node: a leaf, a constant, or AND / OR of compiled nodes."""
+
+    op: str
+    item: Any = None
+    kids: tuple[_Tree, ...] = ()
+
+
+def _pair(node: Expr, kids: list[tuple[_Tree, _Tree]]) -> tuple[_Tree, _Tree]:
+    """(compiled node, compiled negation), built bottom-up so negation reaches the leaves without recursion."""
+    if isinstance(node, And):
+        return _conjunction([p for p, _ in kids]), _Tree("or", kids=tuple(n for _, n in kids))
+    if isinstance(node, Or):
+        return _Tree("or", kids=tuple(p for p, _ in kids)), _conjunction([n for _, n in kids])
+    if isinstance(node, Not):
+        positive, negative = kids[0]
+        return negative, positive
+    leaf = leaf_of(node)
+    if isinstance(leaf, tuple):
+        both = _Tree("and", kids=tuple(_item(x) for x in leaf))
+        either_fails = _Tree("or", kids=tuple(_item(x.negated()) for x in leaf))
+        return (either_fails, both) if getattr(node, "negated", False) else (both, either_fails)
+    return _item(leaf), _item(leaf.negated())
+
+
+def _plain_range(tree: _Tree) -> bool:
+    leaf = tree.item
+    return (
+        tree.op == "leaf"
+        and leaf.kind in ("range", "all")
+        and leaf.regex is None
+        and (leaf.inside, leaf.outside, leaf.null) == (TRUE, FALSE, NULL)
+    )
+
+
+def _intersect(a: Leaf, b: Leaf) -> Leaf:
+    """One leaf for `a AND b`, two ranges on one column: exact row by row (a value is TRUE only inside both)."""
+    lo, lo_incl = a.lo, a.lo_incl
+    if b.lo is not None and (lo is None or b.lo > lo or (b.lo == lo and not b.lo_incl)):
+        lo, lo_incl = b.lo, b.lo_incl
+    hi, hi_incl = a.hi, a.hi_incl
+    if b.hi is not None and (hi is None or b.hi < hi or (b.hi == hi and not b.hi_incl)):
+        hi, hi_incl = b.hi, b.hi_incl
+    nan = AND_TABLE[a.nan][b.nan] if a.nan and b.nan else 0
+    low = None if lo is None else (lo, lo_incl)
+    high = None if hi is None else (hi, hi_incl)
+    if _empty(low, high):
+        return Leaf(a.column, a.dtype, "all", FALSE, FALSE, NULL, nan)
+    kind = "all" if low is None and high is None else "range"
+    return Leaf(a.column, a.dtype, kind, TRUE, FALSE, NULL, nan, lo, lo_incl, hi, hi_incl)
+
+
+def _conjunction(kids: list[_Tree]) -> _Tree:
+    """AND of compiled nodes, with plain ranges on one column intersected (`x > 4.5 AND x < 5` on an int column
+    is empty, which two separate leaves can't see)."""
+    merged: dict[str, int] = {}
+    out: list[_Tree] = []
+    for kid in kids:
+        if _plain_range(kid) and kid.item.kind == "range":
+            index = merged.get(kid.item.column)
+            if index is not None:
+                out[index] = _item(_intersect(out[index].item, kid.item))
+                continue
+            merged[kid.item.column] = len(out)
+        out.append(kid)
+    return out[0] if len(out) == 1 else _Tree("and", kids=tuple(out))
+
+
+def _item(leaf: Leaf | Const) -> _Tree:
+    return _Tree("leaf" if isinstance(leaf, Leaf) else "const", leaf)
+
+
+def _children_for_fold(node: Expr) -> bool:
+    return isinstance(node, (And, Or, Not))
+
+
+def _compile_tree(bound: Expr) -> _Tree:
+    results: list[tuple[_Tree, _Tree]] = []
+    stack: list[tuple[Expr, bool]] = [(bound, False)]
+    while stack:
+        node, expanded = stack.pop()
+        kids = node.children() if _children_for_fold(node) else ()
+        if expanded or not kids:
+            count = len(kids)
+            args = results[len(results) - count :] if count else []
+            if count:
+                del results[len(results) - count :]
+            results.append(_pair(node, args))
+        else:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+    return results[0][0]
+
+
+def _linearize(tree: _Tree) -> tuple[Step, ...]:
+    """Postfix steps of a compiled tree, without recursion."""
+    steps: list[Step] = []
+    stack: list[tuple[_Tree, bool]] = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node.op in ("leaf", "const"):
+            steps.append((node.op, node.item))
+        elif expanded:
+            steps.append((node.op, len(node.kids)))
+        else:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(node.kids))
+    return tuple(steps)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A predicate compiled for data skipping: postfix steps and the columns its leaves read."""
+
+    steps: tuple[Step, ...]
+    columns: frozenset[str]
+
+
+def schema_key(schema: Any) -> tuple[tuple[str, DataType], ...]:
+    """A hashable, validated form of a `[(name, type), ...]` schema."""
+    if isinstance(schema, (str, bytes)) or not isinstance(schema, Sequence):
+        raise PushdownError(f"a schema is a list of (name, type) pairs, got {type(schema).__name__}: {schema!r}")
+    for entry in schema:
+        if not isinstance(entry, (tuple, list)) or len(entry) != 2 or not isinstance(entry[0], str):
+            raise PushdownError(f"a schema entry must be a (name, type) pair, got {entry!r}")
+    return _typed_schema(tuple((name, dtype) for name, dtype in schema))
+
+
+@lru_cache(maxsize=256)
+def _typed_schema(pairs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, DataType], ...]:
+    return tuple((name, parse_type(dtype)) for name, dtype in pairs)
+
+
+@lru_cache(maxsize=256)
+def _compile(expr: Expr, schema: tuple[tuple[str, DataType], ...]) -> Program:
+    """Bind, normalize (which only ever tightens the answer, so a predicate it rejects is compiled as bound),
+    compile."""
+    bound = bind(expr, list(schema))
+    with contextlib.suppress(SargableError):
+        bound = normalize(bound)
+    steps = _linearize(_compile_tree(bound))
+    columns = frozenset(item.column for op, item in steps if op == "leaf")
+    return Program(steps, columns)
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> Expr:
+    from sargable.expr.parser import parse
+
+    return parse(text)
+
+
+def compile_predicate(expr: Expr | str, schema: Any) -> Program:
+    """Bind `expr` to `schema` and compile it for data skipping (cached per expression and schema)."""
+    if isinstance(expr, str):
+        expr = _parsed(expr)
+    if not isinstance(expr, Expr):
+        raise PushdownError(f"a predicate must be a sargable.Expr or filter text, got {type(expr).__name__}")
+    return _compile(expr, schema_key(schema))

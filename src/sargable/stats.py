@@ -1,0 +1,151 @@
+"""Per-file column statistics: what data skipping knows about a file without reading it.
+
+`ColumnStats` holds one column's bounds, NULL and NaN counts, and (for low-cardinality columns) the file's value set;
+`FileStats` holds a file's path, size, row count, its columns' statistics and its partition values. Every statistic
+may be `None`, meaning "unknown" (never "zero"). Bounds exclude NULL and NaN; a bound a writer truncated is flagged
+inexact (`min_exact` / `max_exact`) and is then used only in the safe direction (see `ColumnStats`).
+
+The readers live in `sargable.parquet_stats` (Parquet footers, Arrow tables) and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sargable.errors import StatisticsError
+
+MAX_DISTINCT = 64
+"""Files with at most this many distinct values in a column keep the value set (`ColumnStats.distinct`)."""
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _check_count(name: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise StatisticsError(f"{name} must be a non-negative int or None (unknown), got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """Statistics of one column in one file; `None` everywhere means unknown.
+
+    - `min` / `max`: smallest / largest non-NULL, non-NaN value (NaN sorts above every number, as in Spark, and is
+      counted in `nan_count` instead).
+    - `null_count`: NULL values; `nan_count`: NaN values (float columns only).
+    - `distinct`: every non-NULL, non-NaN value of the file, when a writer kept them (at most `MAX_DISTINCT`);
+      it makes `=`, `IN`, `!=`, `NOT IN` and `LIKE` exact for the file.
+    - `min_exact=False`: `min` is only a lower bound (for strings, a truncated prefix of the true minimum).
+    - `max_exact=False`: for strings, `max` may be a truncated prefix of the true maximum, so every value `v` only
+      satisfies `v[:len(max)] <= max`; for other types `max` is an upper bound that may not occur.
+    """
+
+    min: Any = None
+    max: Any = None
+    null_count: int | None = None
+    nan_count: int | None = None
+    distinct: frozenset[Any] | None = None
+    min_exact: bool = True
+    max_exact: bool = True
+
+    def __post_init__(self) -> None:
+        _check_count("null_count", self.null_count)
+        _check_count("nan_count", self.nan_count)
+        for name in ("min_exact", "max_exact"):
+            if not isinstance(getattr(self, name), bool):
+                raise StatisticsError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if _is_nan(self.min) or _is_nan(self.max):
+            raise StatisticsError("min and max exclude NaN; count NaN values in nan_count instead")
+        if self.min is not None and self.max is not None:
+            try:
+                inverted = self.min > self.max
+            except TypeError:
+                raise StatisticsError(
+                    f"min {self.min!r} and max {self.max!r} are not comparable values of one type"
+                ) from None
+            if inverted:
+                raise StatisticsError(f"min {self.min!r} is greater than max {self.max!r}")
+        if self.distinct is not None:
+            if isinstance(self.distinct, (str, bytes)) or not isinstance(self.distinct, Iterable):
+                raise StatisticsError(f"distinct must be a set of values, got {self.distinct!r}")
+            values = frozenset(self.distinct)
+            if None in values:
+                raise StatisticsError("distinct holds the non-NULL values; count NULLs in null_count instead")
+            if any(_is_nan(v) for v in values):
+                raise StatisticsError("distinct excludes NaN; count NaN values in nan_count instead")
+            object.__setattr__(self, "distinct", values)
+
+    @classmethod
+    def from_values(cls, values: Iterable[Any], max_distinct: int = MAX_DISTINCT) -> ColumnStats:
+        """Exact statistics of a column's Python values (None is NULL), with the value set if small enough."""
+        nulls = nans = 0
+        seen: set[Any] = set()
+        lo = hi = None
+        for value in values:
+            if value is None:
+                nulls += 1
+            elif _is_nan(value):
+                nans += 1
+            else:
+                seen.add(value)
+                try:
+                    if lo is None or value < lo:
+                        lo = value
+                    if hi is None or value > hi:
+                        hi = value
+                except TypeError:
+                    raise StatisticsError(f"values of one column must be of one type, got {value!r}") from None
+        return cls(
+            min=lo,
+            max=hi,
+            null_count=nulls,
+            nan_count=nans,
+            distinct=frozenset(seen) if len(seen) <= max_distinct else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """A data file: path, row count, size, per-column statistics, and its partition values (name -> value)."""
+
+    path: str
+    row_count: int
+    size_bytes: int
+    columns: Mapping[str, ColumnStats] = field(default_factory=dict)
+    partition: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str):
+            raise StatisticsError(f"a file's path must be a string, got {self.path!r}")
+        _check_count("row_count", self.row_count)
+        if self.row_count is None:
+            raise StatisticsError(f"row_count of {self.path!r} must be known")
+        _check_count("size_bytes", self.size_bytes)
+        if self.size_bytes is None:
+            raise StatisticsError(f"size_bytes of {self.path!r} must be known (0 if it doesn't matter)")
+        if not isinstance(self.columns, Mapping):
+            raise StatisticsError(f"columns must map column names to ColumnStats, got {type(self.columns).__name__}")
+        if self.partition is not None and not isinstance(self.partition, Mapping):
+            raise StatisticsError(f"partition must map partition keys to values, got {self.partition!r}")
+        for name, stats in self.columns.items():
+            if not isinstance(name, str) or not isinstance(stats, ColumnStats):
+                raise StatisticsError(f"columns must map names to ColumnStats, got {name!r}: {stats!r}")
+            counted = (stats.null_count or 0) + (stats.nan_count or 0) + len(stats.distinct or ())
+            if counted > self.row_count:
+                raise StatisticsError(
+                    f"column {name!r} of {self.path!r} counts more NULL, NaN and distinct values than its "
+                    f"{self.row_count} rows"
+                )
+
+
+def __getattr__(name: str) -> Any:
+    """Re-export the readers lazily: they import pyarrow.parquet, which plain statistics don't need."""
+    if name in ("stats_from_parquet", "stats_from_arrow"):
+        from sargable import parquet_stats
+
+        return getattr(parquet_stats, name)
+    raise AttributeError(f"module 'sargable.stats' has no attribute {name!r}")
