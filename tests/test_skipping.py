@@ -43,8 +43,9 @@ def _report_tightness(request: pytest.FixtureRequest) -> Any:
         f"data-skipping tightness: skipped {skipped} of {empty} generated files without a matching row "
         f"({100 * skipped / empty:.1f}%); {TIGHTNESS['all']} files proven ALL"
     )
-    if request.config.cache is not None:
-        request.config.cache.set("sargable/skipping_tightness", dict(TIGHTNESS))
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        cache.set("sargable/skipping_tightness", dict(TIGHTNESS))
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is not None and capture is not None:

@@ -117,6 +117,14 @@ def cmd_partitions(args: argparse.Namespace, console: Console) -> None:
     _print_rows(console, args.json, rows, title=f"{db}.{table}")
 
 
+def cmd_demo(args: argparse.Namespace, console: Console) -> None:
+    try:
+        from sargable.spark.demo import run_demo
+    except ImportError as exc:
+        raise SargableError(f"the demo needs Spark: pip install 'sargable[spark]' ({exc})") from None
+    run_demo(args.warehouse, rebuild=args.rebuild, console=console)
+
+
 def _print_rows(console: Console, as_json: bool, rows: list[dict[str, Any]], *, title: str) -> None:
     if as_json:
         print(json.dumps(rows, default=str))
@@ -154,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     partitions.add_argument("--limit", type=int, default=None, help="print at most this many")
     partitions.add_argument("--json", action="store_true", help="print JSON")
     partitions.set_defaults(func=cmd_partitions)
+    demo = sub.add_parser("demo", help="build a star schema with Spark into ./warehouse and run pruned queries")
+    demo.add_argument("--warehouse", default="./warehouse", help="where to build the demo tables")
+    demo.add_argument("--rebuild", action="store_true", help="rebuild the tables even if they exist")
+    demo.set_defaults(func=cmd_demo)
     return parser
 
 
