@@ -1,9 +1,13 @@
 """Choosing how to answer a partition filter: the primary key order or a secondary index.
 
-Each candidate key order gets its own FilterPlan. A plan that leaves the leading column unbounded is a full scan
-of its keyspace; among bounded candidates, an exact primary plan (no key filter) wins outright, otherwise each is
-probed by counting the keys it would examine, stopping at the best count so far, so probing never costs more
-than the winner itself.
+Each candidate key order gets its own FilterPlan (`plan_candidates`, which depends only on the filter and the
+table's definition, so the metastore caches it). A plan that leaves its leading column unbounded is a full scan of
+its keyspace. An exact primary plan (bounded, no key filter) wins outright. Otherwise candidates are costed by the
+keys their ranges hold, counted in the store and weighted by what the path costs per key: an index whose every
+range pins the indexed value yields partitions in primary key order (ranges of different values are merged); any
+other index path must sort its results, so its keys count double. A primary full scan is never cheaper than such an
+ordered index path (the index holds one key per partition) and is then not counted at all. Each count stops at the
+best cost so far, so choosing never reads more keys than the winner costs.
 """
 
 from __future__ import annotations
@@ -12,10 +16,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sargable.expr import Expr
+from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import Table
-from sargable.plan import ExecutionStats, FilterPlan, execute, plan_filter
+from sargable.plan import ExecutionStats, FilterPlan, plan_filter, scan_bounds
 from sargable.store import Store
 from sargable.types import DataType
+
+MAX_MERGED_GROUPS = 64
+"""An index path over more distinct indexed values than this sorts its results instead of merging sorted streams."""
+UNORDERED_WEIGHT = 2
+"""Cost per key of an index path that must sort its results, relative to one that streams them in key order."""
 
 
 def index_key_columns(table: Table, column: str) -> tuple[int, list[tuple[str, DataType]]]:
@@ -24,6 +34,51 @@ def index_key_columns(table: Table, column: str) -> tuple[int, list[tuple[str, D
     position = names.index(column)
     pkeys = list(table.partition_keys)
     return position, [pkeys[position], *pkeys[:position], *pkeys[position + 1 :]]
+
+
+@dataclass(frozen=True)
+class FilterPlans:
+    """A bound partition filter with its plan over the primary key and over each usable index."""
+
+    bound: Expr
+    primary: FilterPlan
+    indexes: tuple[tuple[str, FilterPlan], ...] = ()
+    """(indexed column, plan over the index's key order) for each index whose plan bounds the indexed column."""
+
+
+def plan_candidates(table: Table, bound: Expr) -> FilterPlans:
+    """Plan `bound` over the primary key order and, unless the primary plan is exact, over each secondary index."""
+    primary = plan_filter(bound, list(table.partition_keys))
+    if not table.indexes or (not primary.is_full_scan and not primary.has_key_filter):
+        return FilterPlans(bound, primary)
+    indexes = []
+    for column in table.indexes:
+        plan = plan_filter(bound, index_key_columns(table, column)[1])
+        if not plan.is_full_scan:
+            indexes.append((column, plan))
+    return FilterPlans(bound, primary, tuple(indexes))
+
+
+def leading_groups(plan: FilterPlan) -> list[FilterPlan] | None:
+    """The plan split into runs of scans that pin the leading (indexed) column to one value each, or None when a
+    scan spans several values (or there are too many runs to merge). Each run yields keys in primary key order."""
+    groups: list[list] = []
+    last: Any = None
+    for scan in plan.scans:
+        start, end = scan.start, scan.end
+        if start is None or end is None or not start.values or not end.values:
+            return None
+        value = start.values[0]
+        if end.values[0] != value or value != value:  # a range over several values, or NaN
+            return None
+        if groups and last == value:
+            groups[-1].append(scan)
+        else:
+            groups.append([scan])
+            last = value
+        if len(groups) > MAX_MERGED_GROUPS:
+            return None
+    return [FilterPlan(scans, plan.key_columns) for scans in groups]
 
 
 @dataclass
@@ -35,12 +90,19 @@ class AccessPath:
     index: str | None = None
     candidates: list[dict[str, Any]] = field(default_factory=list)
     stats: ExecutionStats = field(default_factory=ExecutionStats)
+    groups: list[FilterPlan] | None = None
+    """For an index path: runs of the plan that each stream in primary key order (None: results need a sort)."""
 
     def describe(self) -> str:
         if not self.plan.scans:
             return "none (the filter can't match any partition)"
         kind = "full scan" if self.plan.is_full_scan else "key ranges"
         return f"primary ({kind})" if self.index is None else f"index on {self.index} ({kind})"
+
+    @property
+    def ordered(self) -> bool:
+        """Whether the path yields partitions in primary key order without sorting them."""
+        return self.index is None or self.groups is not None
 
 
 @dataclass
@@ -73,41 +135,55 @@ class FilterExplain:
         return "\n".join(lines)
 
 
-def _probe(store: Store, path: AccessPath, keyspace: str, columns: list, budget: int | None) -> int:
-    """Keys the plan examines, counted up to `budget` (then budget + 1 is returned)."""
-    stats = ExecutionStats()
-    for _ in execute(path.plan, store, keyspace, columns, prefix=path.prefix, stats=stats):
-        if budget is not None and stats.keys_examined > budget:
+def _count(store: Store, plan: FilterPlan, keyspace: str, prefix: bytes, budget: int | None) -> int:
+    """Keys in the plan's ranges (a Get counts one), counted up to `budget` (then a number above it is returned)."""
+    total = 0
+    for scan in plan.scans:
+        if scan.is_get:
+            total += 1
+        else:
+            start, stop = scan_bounds(scan, plan.key_columns, prefix=prefix)
+            if stop is not None and start >= stop:
+                continue
+            if budget is None:
+                total += store.count(keyspace, start, stop)
+            else:
+                for _ in store.scan(keyspace, start, stop, limit=budget - total + 1):
+                    total += 1
+        if budget is not None and total > budget:
             break
-    return stats.keys_examined
+    return total
 
 
-def choose_access_path(store: Store, table: Table, bound: Expr, primary_ks: str, index_ks: str) -> AccessPath:
-    """The cheapest way to answer `bound` on `table` among its primary order and its secondary indexes."""
-    table_prefix = table.table_id.to_bytes(8, "big")
-    primary = AccessPath(plan_filter(bound, list(table.partition_keys)), table_prefix)
-    if not table.indexes or (not primary.plan.is_full_scan and not primary.plan.has_key_filter):
+def choose_access_path(store: Store, table: Table, plans: FilterPlans, primary_ks: str, index_ks: str) -> AccessPath:
+    """The cheapest way to answer a filter on `table` among its primary order and its secondary indexes."""
+    prefix = table_prefix(table.table_id)
+    primary = AccessPath(plans.primary, prefix)
+    if not plans.indexes:
         return primary
-    options: list[tuple[AccessPath, str, list]] = []
-    for column in table.indexes:
-        position, columns = index_key_columns(table, column)
-        plan = plan_filter(bound, columns)
-        if not plan.is_full_scan:
-            options.append((AccessPath(plan, table_prefix + bytes([position]), column), index_ks, columns))
-    if not options:
-        return primary
-    options.append((primary, primary_ks, list(table.partition_keys)))
-    best: AccessPath | None = None
-    best_cost: int | None = None
-    candidates = []
-    for path, keyspace, columns in options:
-        if path.plan.is_full_scan and best is not None:
-            candidates.append({"path": path.index or "primary", "estimated_keys": None, "note": "full scan"})
-            continue
-        cost = _probe(store, path, keyspace, columns, best_cost)
-        candidates.append({"path": path.index or "primary", "estimated_keys": cost})
-        if best_cost is None or cost < best_cost:
-            best, best_cost = path, cost
-    assert best is not None
+    ordered, unordered = [], []
+    for column, plan in plans.indexes:
+        position = table.partition_key_names.index(column)
+        path = AccessPath(plan, prefix + bytes([position]), column, groups=leading_groups(plan))
+        (ordered if path.ordered else unordered).append(path)
+    options: list[tuple[AccessPath, str, int]] = [(path, index_ks, 1) for path in ordered]
+    if not primary.plan.is_full_scan:
+        options.append((primary, primary_ks, 1))
+    options.extend((path, index_ks, UNORDERED_WEIGHT) for path in unordered)
+    if primary.plan.is_full_scan and not ordered:
+        options.append((primary, primary_ks, 1))
+    candidates: list[dict[str, Any]] = []
+    if primary.plan.is_full_scan and ordered:
+        candidates.append({"path": "primary", "estimated_keys": None, "note": "full scan"})
+    best, best_cost = options[0][0], None
+    if len(options) > 1:
+        for path, keyspace, weight in options:
+            budget = None if best_cost is None else best_cost // weight
+            cost = _count(store, path.plan, keyspace, path.prefix, budget) * weight
+            candidates.append({"path": path.index or "primary", "estimated_keys": cost})
+            if best_cost is None or cost < best_cost:
+                best, best_cost = path, cost
+    else:
+        candidates.append({"path": best.index or "primary", "estimated_keys": None, "note": "only bounded path"})
     best.candidates = candidates
     return best

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +24,12 @@ from sargable.errors import (
     TypeCoercionError,
 )
 from sargable.expr import Expr, bind, columns_of, loads, parse
-from sargable.metastore.access import AccessPath, FilterExplain, choose_access_path, index_key_columns
+from sargable.metastore.access import AccessPath, FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.filecodec import decode_file, encode_file
+from sargable.metastore.layout import IndexLayout, TableLayout, layout_of, table_prefix
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, parse_partition_name
 from sargable.metastore.records import Partition, Table, decode_partition_value, encode_partition_value
-from sargable.plan import FilterPlan, execute, plan_filter
+from sargable.plan import FilterPlan, execute
 from sargable.stats import FileStats
 from sargable.store import Store, open_store
 from sargable.types import STRING, DataType, convert, parse_type
@@ -37,8 +42,15 @@ FILE_PATHS = "filepaths"
 KEYSPACES = (CATALOG, PARTITIONS, INDEXES, FILES, FILE_PATHS)
 
 _SEQUENCE_KEY = b"\x00table-id"
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,127}$")
+_DDL_LOCK_KEY = b"\x00ddl-lock"
+"""A catalog row that always exists (its value never changes): DDL transactions lock it to run one at a time."""
+_COVERED = b"\x01"
+"""An index entry's value is this marker followed by the partition row's value (location, parameters), so an index
+lookup needs no second read; an entry without it (written before entries carried the value) is looked up."""
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]{0,127}\Z")
 _BATCH = 2000
+_PLAN_CACHE_SIZE = 256
+_PLAN_CACHE_MAX_TEXT = 10_000
 
 
 def default_url() -> str:
@@ -71,10 +83,6 @@ def _check_columns(kind: str, columns: Any) -> tuple[tuple[str, DataType], ...]:
     return tuple(out)
 
 
-def _table_prefix(table_id: int) -> bytes:
-    return table_id.to_bytes(8, "big")
-
-
 def _range_of(prefix: bytes) -> tuple[bytes, bytes | None]:
     return prefix, keys.prefix_end(prefix)
 
@@ -85,8 +93,11 @@ class Metastore:
     def __init__(self, store: Store, warehouse: str | os.PathLike | None = None) -> None:
         self._store = store
         self.warehouse = str(Path(warehouse or os.environ.get("SARGABLE_WAREHOUSE") or "warehouse").resolve())
+        self._plans: OrderedDict[tuple, FilterPlans] = OrderedDict()
         for keyspace in KEYSPACES:
             store.create_keyspace(keyspace)
+        if store.get(CATALOG, _DDL_LOCK_KEY) is None:
+            store.put(CATALOG, _DDL_LOCK_KEY, b"")
 
     @classmethod
     def open(cls, url: str | None = None, *, warehouse: str | os.PathLike | None = None) -> Metastore:
@@ -113,6 +124,21 @@ class Metastore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Metastore]:
+        """Run the block's reads against one consistent snapshot (a read-only transaction; inside an open
+        transaction, that one). Every method returning a list already reads one snapshot; wrap several calls, or a
+        long `iter_partitions` / `iter_files`, whose pages otherwise each see the latest commit."""
+        if self._store.in_transaction:
+            yield self
+            return
+        with self._store.transaction(readonly=True):
+            yield self
+
+    def _lock_catalog(self) -> None:
+        """Serialize this write transaction with every other DDL transaction (see `_DDL_LOCK_KEY`)."""
+        self._store.get_for_update(CATALOG, _DDL_LOCK_KEY)
+
     # ----------------------------------------------------------------------------------------- databases
 
     def create_database(self, name: str, *, location: str | None = None, if_not_exists: bool = False) -> None:
@@ -120,6 +146,7 @@ class Metastore:
         name = _check_name("database", name)
         key = b"D" + keys.encode([name], [STRING])
         with self._store.transaction():
+            self._lock_catalog()
             if self._store.get(CATALOG, key) is not None:
                 if if_not_exists:
                     return
@@ -142,6 +169,8 @@ class Metastore:
         """Drop an empty database, or with `cascade` every table in it."""
         db = self._database(name)["name"]
         with self._store.transaction():
+            self._lock_catalog()
+            self._database(db)
             tables = self.list_tables(db)
             if tables and not cascade:
                 raise MetastoreError(f"database {db!r} is not empty ({len(tables)} tables); use cascade=True")
@@ -176,6 +205,8 @@ class Metastore:
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         key = self._table_key(db["name"], name)
         with self._store.transaction():
+            self._lock_catalog()
+            db = self._database(db["name"])
             if self._store.get(CATALOG, key) is not None:
                 if if_not_exists:
                     return self.get_table(db["name"], name)
@@ -220,20 +251,34 @@ class Metastore:
 
     def drop_table(self, database: str, name: str) -> None:
         """Drop a table with its partitions, indexes and file entries (the files themselves stay on disk)."""
-        table = self.get_table(database, name)
-        prefix = _table_prefix(table.table_id)
+        self.get_table(database, name)
         with self._store.transaction():
+            table = self._locked_table(database, name)
+            prefix = table_prefix(table.table_id)
             for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS):
                 self._store.delete_range(keyspace, *_range_of(prefix))
             self._store.delete(CATALOG, self._table_key(table.database, table.name))
 
-    def _locked_table(self, database: str, name: str, expected_version: int | None = None) -> Table:
-        """Re-read a table inside a write transaction, locking its row against concurrent committers."""
+    def _locked_table(
+        self, database: str, name: str, expected_version: int | None = None, *, validated: Table | None = None
+    ) -> Table:
+        """Re-read a table inside a write transaction, locking its row against concurrent committers.
+
+        `validated` is the definition the change was validated against before the transaction: if the table was
+        re-created with other columns meanwhile, the change is refused instead of written with the wrong types.
+        """
         key = self._table_key(_check_name("database", database), _check_name("table", name))
         raw = self._store.get_for_update(CATALOG, key)
         if raw is None:
             raise NoSuchObjectError(f"table {database}.{name} does not exist")
         table = Table.from_json(raw)
+        if validated is not None and (
+            table.partition_keys != validated.partition_keys or table.columns != validated.columns
+        ):
+            raise CommitConflictError(
+                f"table {table.qualified_name} was re-created with other columns while this change was prepared; "
+                "re-read the table and retry"
+            )
         if expected_version is not None and table.version != expected_version:
             raise CommitConflictError(
                 f"table {table.qualified_name} is at version {table.version}, not {expected_version}: "
@@ -255,11 +300,13 @@ class Metastore:
         pkeys = table.partition_keys
         if not pkeys:
             raise MetastoreError(f"table {table.qualified_name} is not partitioned")
-        if isinstance(spec, str):
-            return parse_partition_name(spec, pkeys)
         if isinstance(spec, Partition):
             spec = spec.values
-        if isinstance(spec, Mapping):
+        if spec.__class__ is tuple or spec.__class__ is list:
+            raw = spec
+        elif isinstance(spec, str):
+            return parse_partition_name(spec, pkeys)
+        elif isinstance(spec, Mapping):
             lowered = {str(k).lower(): v for k, v in spec.items()}
             unknown = set(lowered) - {n.lower() for n, _ in pkeys}
             missing = [n for n, _ in pkeys if n.lower() not in lowered]
@@ -273,13 +320,13 @@ class Metastore:
             raw = [lowered[n.lower()] for n, _ in pkeys]
         elif isinstance(spec, Sequence) and not isinstance(spec, (bytes, bytearray)):
             raw = list(spec)
-            if len(raw) != len(pkeys):
-                raise MetastoreError(
-                    f"partition {spec!r} of {table.qualified_name} has {len(raw)} values; "
-                    f"the partition keys are {table.partition_key_names}"
-                )
         else:
             raise MetastoreError(f"a partition is a dict, a list of values or a Hive name, got {spec!r}")
+        if len(raw) != len(pkeys):
+            raise MetastoreError(
+                f"partition {spec!r} of {table.qualified_name} has {len(raw)} values; "
+                f"the partition keys are {table.partition_key_names}"
+            )
         values = []
         for value, (column, dtype) in zip(raw, pkeys):
             if value == DEFAULT_PARTITION_NAME or (value == "" and dtype.is_string):
@@ -293,21 +340,15 @@ class Metastore:
                 ) from None
         return tuple(values)
 
-    def _encode_key(self, table: Table, values: tuple[Any, ...]) -> bytes:
+    def _encode_key(self, table: Table, values: tuple[Any, ...], layout: TableLayout | None = None) -> bytes:
         try:
-            return _table_prefix(table.table_id) + keys.encode(values, [t for _, t in table.partition_keys])
+            return (layout or layout_of(table)).key(values)
         except SargableError as exc:
             raise MetastoreError(f"partition {values!r} of {table.qualified_name}: {exc}") from None
 
-    def _index_keys(self, table: Table, values: tuple[Any, ...]) -> list[bytes]:
-        out = []
-        for column in table.indexes:
-            position, columns = index_key_columns(table, column)
-            reordered = [values[position], *values[:position], *values[position + 1 :]]
-            out.append(
-                _table_prefix(table.table_id) + bytes([position]) + keys.encode(reordered, [t for _, t in columns])
-            )
-        return out
+    @staticmethod
+    def _index_keys(table: Table, values: tuple[Any, ...]) -> list[bytes]:
+        return [index.key(values) for index in layout_of(table).indexes.values()]
 
     # ---------------------------------------------------------------------------------------- partitions
 
@@ -326,7 +367,7 @@ class Metastore:
         if locations is not None and len(locations) != len(values):
             raise MetastoreError(f"{len(locations)} locations given for {len(values)} partitions")
         with self._store.transaction():
-            tbl = self._locked_table(database, table)
+            tbl = self._locked_table(database, table, validated=tbl)
             added = self._insert_partitions(tbl, values, locations, if_not_exists=if_not_exists)
             self._bump(tbl)
         return added
@@ -339,9 +380,10 @@ class Metastore:
         *,
         if_not_exists: bool,
     ) -> int:
+        layout = layout_of(table)
         rows: dict[bytes, tuple[tuple[Any, ...], str | None]] = {}
         for i, vals in enumerate(values):
-            key = self._encode_key(table, vals)
+            key = self._encode_key(table, vals, layout)
             if key in rows and not if_not_exists:
                 raise AlreadyExistsError(f"partition {self._name(table, vals)} is given twice")
             rows[key] = (vals, locations[i] if locations is not None else None)
@@ -359,12 +401,11 @@ class Metastore:
             )
         for key in existing:
             del rows[key]
-        self._store.put_many(
-            PARTITIONS, [(key, encode_partition_value(location, None)) for key, (_, location) in rows.items()]
-        )
-        if table.indexes:
+        stored = {key: encode_partition_value(location, None) for key, (_, location) in rows.items()}
+        self._store.put_many(PARTITIONS, stored.items())
+        for index in layout.indexes.values():
             self._store.put_many(
-                INDEXES, [(ik, b"") for vals, _ in rows.values() for ik in self._index_keys(table, vals)]
+                INDEXES, [(index.key(vals), _COVERED + stored[key]) for key, (vals, _) in rows.items()]
             )
         return len(rows)
 
@@ -390,56 +431,115 @@ class Metastore:
                 )
         return bind(expr, list(table.partition_keys))
 
+    def _filter_plans(self, table: Table, filter: str | Expr | bytes, dialect: str) -> FilterPlans:
+        """The bound filter and its candidate plans; cached per table definition for filter texts and bytes."""
+        cache_key = None
+        if isinstance(filter, (str, bytes)) and len(filter) <= _PLAN_CACHE_MAX_TEXT:
+            cache_key = (table.table_id, table.indexes, dialect, filter)
+            plans = self._plans.get(cache_key)
+            if plans is not None:
+                self._plans.move_to_end(cache_key)
+                return plans
+        plans = plan_candidates(table, self._bind_partition_filter(table, filter, dialect))
+        if cache_key is not None:
+            self._plans[cache_key] = plans
+            if len(self._plans) > _PLAN_CACHE_SIZE:
+                self._plans.popitem(last=False)
+        return plans
+
     def plan_filter(self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql") -> FilterPlan:
         """The primary-key FilterPlan of a partition filter (`str(plan)` is readable)."""
         tbl = self.get_table(database, table)
-        return plan_filter(self._bind_partition_filter(tbl, filter, dialect), list(tbl.partition_keys))
+        return self._filter_plans(tbl, filter, dialect).primary
 
-    def _access(self, table: Table, bound: Expr) -> AccessPath:
-        return choose_access_path(self._store, table, bound, PARTITIONS, INDEXES)
+    def _access(self, table: Table, plans: FilterPlans) -> AccessPath:
+        return choose_access_path(self._store, table, plans, PARTITIONS, INDEXES)
 
     def iter_partitions(
         self, database: str, table: str, filter: str | Expr | bytes | None = None, *, dialect: str = "sql"
     ) -> Iterator[Partition]:
-        """Partitions satisfying `filter` (all when None), streamed from the store in key order."""
+        """Partitions satisfying `filter` (all when None), streamed from the store in key order.
+
+        Each page of the stream reads the latest committed data; iterate inside `snapshot()` to see one snapshot.
+        """
         tbl = self.get_table(database, table)
         if filter is None:
             yield from self._scan_all(tbl)
             return
-        bound = self._bind_partition_filter(tbl, filter, dialect)
-        yield from self._partitions_for(tbl, self._access(tbl, bound))
+        yield from self._partitions_for(tbl, self._access(tbl, self._filter_plans(tbl, filter, dialect)))
 
     def _scan_all(self, table: Table) -> Iterator[Partition]:
-        types = [t for _, t in table.partition_keys]
-        for key, value in self._store.scan(PARTITIONS, *_range_of(_table_prefix(table.table_id))):
-            location, params = decode_partition_value(value)
-            yield Partition(table, keys.decode(key[8:], types), location, params)
+        rows = self._store.scan(PARTITIONS, *_range_of(table_prefix(table.table_id)))
+        return self._from_rows(table, layout_of(table), rows)
+
+    @staticmethod
+    def _from_rows(table: Table, layout: TableLayout, rows: Iterable[tuple[bytes, bytes]]) -> Iterator[Partition]:
+        """Partitions from their rows (key, stored value) in the partitions keyspace."""
+        decode, size = layout.codec.decode, layout.size  # type: ignore[union-attr]
+        for key, value in rows:
+            if value:
+                location, params = decode_partition_value(value)
+                yield Partition(table, decode(key[size:]), location, params)
+            else:
+                yield Partition(table, decode(key[size:]))
 
     def _partitions_for(self, table: Table, path: AccessPath) -> Iterator[Partition]:
-        types = [t for _, t in table.partition_keys]
-        if path.index is None:
-            for key, value in execute(
-                path.plan, self._store, PARTITIONS, list(table.partition_keys), prefix=path.prefix, stats=path.stats
-            ):
-                location, params = decode_partition_value(value)
-                yield Partition(table, keys.decode(key[8:], types), location, params)
+        layout = layout_of(table)
+        scans = path.plan.scans
+        if path.index is None and len(scans) == 1 and scans[0].is_get and scans[0].key_filter is None:
+            yield from self._get_one(table, layout, scans[0].start.values, path)  # type: ignore[union-attr]
             return
-        position, columns = index_key_columns(table, path.index)
-        index_types = [t for _, t in columns]
-        primary_keys = []
-        for key, _ in execute(path.plan, self._store, INDEXES, list(columns), prefix=path.prefix, stats=path.stats):
-            reordered = keys.decode(key[9:], index_types)
-            values = (*reordered[1 : position + 1], reordered[0], *reordered[position + 1 :])
-            primary_keys.append(self._encode_key(table, values))
-        primary_keys.sort()
-        for start in range(0, len(primary_keys), _BATCH):
-            batch = primary_keys[start : start + _BATCH]
-            found = self._store.multi_get(PARTITIONS, batch)
-            for key in batch:
-                value = found.get(key)
-                if value is not None:
-                    location, params = decode_partition_value(value)
-                    yield Partition(table, keys.decode(key[8:], types), location, params)
+        if path.index is None:
+            rows = execute(
+                path.plan, self._store, PARTITIONS, list(table.partition_keys), prefix=path.prefix, stats=path.stats
+            )
+            yield from self._from_rows(table, layout, rows)
+            return
+        index = layout.indexes[path.index]
+        if path.groups is not None and len(path.groups) == 1:
+            yield from self._from_index(table, layout, index, path.plan, path)
+            return
+        codec = layout.codec
+        assert codec is not None
+        if path.groups is None:
+            found = list(self._from_index(table, layout, index, path.plan, path))
+            found.sort(key=lambda p: codec.encode(p.values))
+            yield from found
+            return
+        streams = [self._from_index(table, layout, index, group, path) for group in path.groups]
+        yield from heapq.merge(*streams, key=lambda p: codec.encode(p.values))
+
+    def _get_one(
+        self, table: Table, layout: TableLayout, values: tuple[Any, ...], path: AccessPath
+    ) -> Iterator[Partition]:
+        """The partition with these values, if it exists: one point read (a one-Get plan)."""
+        stats = path.stats
+        stats.gets += 1
+        key = layout.key(values)
+        value = self._store.get(PARTITIONS, key)
+        if value is not None:
+            stats.keys_examined += 1
+            stats.keys_returned += 1
+            yield from self._from_rows(table, layout, [(key, value)])
+
+    def _from_index(
+        self, table: Table, layout: TableLayout, index: IndexLayout, plan: FilterPlan, path: AccessPath
+    ) -> Iterator[Partition]:
+        """Partitions from the index entries a plan selects, in index key order."""
+        values_of = index.values
+        rows = execute(plan, self._store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats)
+        for key, value in rows:
+            values = values_of(key)
+            if value == _COVERED:
+                yield Partition(table, values)
+            elif value[:1] == _COVERED:
+                location, params = decode_partition_value(value[1:])
+                yield Partition(table, values, location, params)
+            else:
+                raw = self._store.get(PARTITIONS, layout.key(values))
+                if raw is not None:
+                    location, params = decode_partition_value(raw)
+                    yield Partition(table, values, location, params)
 
     def get_partitions_by_filter(
         self,
@@ -450,15 +550,11 @@ class Metastore:
         *,
         dialect: str = "sql",
     ) -> list[Partition]:
-        """Partitions whose values satisfy the filter (SQL three-valued logic), in key order."""
+        """Partitions whose values satisfy the filter (SQL three-valued logic), in key order, from one snapshot."""
         if max_parts is not None and (not isinstance(max_parts, int) or max_parts < 0):
             raise MetastoreError(f"max_parts must be a non-negative integer or None, got {max_parts!r}")
-        out = []
-        for partition in self.iter_partitions(database, table, filter, dialect=dialect):
-            if max_parts is not None and len(out) >= max_parts:
-                break
-            out.append(partition)
-        return out
+        with self.snapshot():
+            return list(islice(self.iter_partitions(database, table, filter, dialect=dialect), max_parts))
 
     def get_partitions_by_expr(
         self, database: str, table: str, expr: bytes, max_parts: int | None = None
@@ -468,30 +564,29 @@ class Metastore:
             raise MetastoreError(
                 f"get_partitions_by_expr takes the bytes of sargable.dumps(expr), got {type(expr).__name__}"
             )
-        return self.get_partitions_by_filter(database, table, loads(bytes(expr)), max_parts)
+        return self.get_partitions_by_filter(database, table, bytes(expr), max_parts)  # type: ignore[arg-type]
 
     def get_partitions_by_names(self, database: str, table: str, names: Iterable[str]) -> list[Partition]:
         """The partitions with these Hive names that exist, in key order."""
-        tbl = self.get_table(database, table)
-        wanted = sorted({self._encode_key(tbl, self._partition_values(tbl, n)) for n in names})
-        types = [t for _, t in tbl.partition_keys]
-        out = []
-        for start in range(0, len(wanted), _BATCH):
-            batch = wanted[start : start + _BATCH]
-            found = self._store.multi_get(PARTITIONS, batch)
-            for key in batch:
-                if found.get(key) is not None:
-                    location, params = decode_partition_value(found[key])
-                    out.append(Partition(tbl, keys.decode(key[8:], types), location, params))
-        return out
+        with self.snapshot():
+            tbl = self.get_table(database, table)
+            layout = layout_of(tbl)
+            wanted = sorted({self._encode_key(tbl, self._partition_values(tbl, n), layout) for n in names})
+            out: list[Partition] = []
+            for start in range(0, len(wanted), _BATCH):
+                batch = wanted[start : start + _BATCH]
+                found = self._store.multi_get(PARTITIONS, batch)
+                out.extend(self._from_rows(tbl, layout, ((k, found[k]) for k in batch if k in found)))
+            return out
 
     def list_partition_names(self, database: str, table: str) -> list[str]:
         """Every partition's Hive name, in key order."""
-        return [p.name for p in self.iter_partitions(database, table)]
+        with self.snapshot():
+            return [p.name for p in self.iter_partitions(database, table)]
 
     def count_partitions(self, database: str, table: str) -> int:
         tbl = self.get_table(database, table)
-        return self._store.count(PARTITIONS, *_range_of(_table_prefix(tbl.table_id)))
+        return self._store.count(PARTITIONS, *_range_of(table_prefix(tbl.table_id)))
 
     def alter_partition(
         self,
@@ -505,16 +600,20 @@ class Metastore:
         """Set a partition's location and/or parameters."""
         tbl = self.get_table(database, table)
         values = self._partition_values(tbl, partition)
-        key = self._encode_key(tbl, values)
+        self._encode_key(tbl, values)
         with self._store.transaction():
-            tbl = self._locked_table(database, table)
+            tbl = self._locked_table(database, table, validated=tbl)
+            key = self._encode_key(tbl, values)
             raw = self._store.get(PARTITIONS, key)
             if raw is None:
                 raise NoSuchObjectError(f"partition {self._name(tbl, values)} of {tbl.qualified_name} does not exist")
             old_location, old_params = decode_partition_value(raw)
             new_location = location if location is not None else old_location
             new_params = {str(k): str(v) for k, v in parameters.items()} if parameters is not None else old_params
-            self._store.put(PARTITIONS, key, encode_partition_value(new_location, new_params))
+            stored = encode_partition_value(new_location, new_params)
+            self._store.put(PARTITIONS, key, stored)
+            for index_key in self._index_keys(tbl, values):
+                self._store.put(INDEXES, index_key, _COVERED + stored)
             self._bump(tbl)
         return Partition(tbl, values, new_location, new_params)
 
@@ -524,8 +623,7 @@ class Metastore:
         """Drop every partition matching the filter, with its index entries and file entries, atomically."""
         with self._store.transaction():
             tbl = self._locked_table(database, table)
-            bound = self._bind_partition_filter(tbl, filter, dialect)
-            dropped = list(self._partitions_for(tbl, self._access(tbl, bound)))
+            dropped = list(self._partitions_for(tbl, self._access(tbl, self._filter_plans(tbl, filter, dialect))))
             self._delete_partitions(tbl, [p.values for p in dropped])
             self._bump(tbl)
         return dropped
@@ -556,10 +654,11 @@ class Metastore:
             if column in tbl.indexes:
                 raise AlreadyExistsError(f"{tbl.qualified_name} already has an index on {column!r}")
             new = self._bump(tbl, indexes=(*tbl.indexes, column))
-            only = Table(**{**{f: getattr(new, f) for f in Table.__dataclass_fields__}, "indexes": (column,)})
+            layout = layout_of(tbl)
+            index = IndexLayout(layout.prefix, tbl.partition_keys, column)
             batch: list[tuple[bytes, bytes]] = []
-            for partition in self._scan_all(tbl):
-                batch.extend((k, b"") for k in self._index_keys(only, partition.values))
+            for key, value in self._store.scan(PARTITIONS, *_range_of(layout.prefix)):
+                batch.append((index.key(layout.values(key)), _COVERED + value))
                 if len(batch) >= _BATCH:
                     self._store.put_many(INDEXES, batch)
                     batch = []
@@ -569,13 +668,14 @@ class Metastore:
     def explain_filter(self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql") -> FilterExplain:
         """Run a partition filter and report the plan, access path, keys examined, partitions returned, time."""
         started = time.perf_counter()
-        tbl = self.get_table(database, table)
-        bound = self._bind_partition_filter(tbl, filter, dialect)
-        path = self._access(tbl, bound)
-        returned = sum(1 for _ in self._partitions_for(tbl, path))
+        with self.snapshot():
+            tbl = self.get_table(database, table)
+            plans = self._filter_plans(tbl, filter, dialect)
+            path = self._access(tbl, plans)
+            returned = sum(1 for _ in self._partitions_for(tbl, path))
         return FilterExplain(
             table=tbl.qualified_name,
-            filter=str(bound),
+            filter=str(plans.bound),
             access_path=path.describe(),
             plan=str(path.plan),
             candidates=path.candidates,
@@ -586,19 +686,20 @@ class Metastore:
 
     # --------------------------------------------------------------------------------------------- files
 
-    def _file_types(self, table: Table) -> list[DataType]:
+    @staticmethod
+    def _file_types(table: Table) -> list[DataType]:
         return [*(t for _, t in table.partition_keys), STRING]
 
-    def _file_key(self, table: Table, values: tuple[Any, ...], path: str) -> bytes:
-        return _table_prefix(table.table_id) + keys.encode([*values, path], self._file_types(table))
+    @staticmethod
+    def _file_key(table: Table, values: tuple[Any, ...], path: str) -> bytes:
+        layout = layout_of(table)
+        return layout.prefix + layout.file_codec.encode([*values, path])
 
     def _file_range(self, table: Table, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
-        return keys.prefixed_range(
-            _table_prefix(table.table_id), *keys.range_for(list(values), self._file_types(table))
-        )
+        return keys.prefixed_range(table_prefix(table.table_id), *keys.range_for(list(values), self._file_types(table)))
 
     def _path_key(self, table: Table, path: str) -> bytes:
-        return _table_prefix(table.table_id) + keys.encode([path], [STRING])
+        return table_prefix(table.table_id) + keys.encode([path], [STRING])
 
     def add_files(self, database: str, table: str, files: Iterable[FileStats]) -> int:
         """Register data files (with their partition and statistics); their partitions are added if missing."""
@@ -638,7 +739,7 @@ class Metastore:
                 raise MetastoreError(f"remove_files takes file paths, got {path!r}")
             removed.append(path)
         with self._store.transaction():
-            tbl = self._locked_table(database, table, expected_version)
+            tbl = self._locked_table(database, table, expected_version, validated=tbl)
             replaced_files = 0
             for values in replaced:
                 start, stop = self._file_range(tbl, values)
@@ -675,23 +776,25 @@ class Metastore:
         }
 
     def list_files(self, database: str, table: str, partitions: Iterable[Partition] | None = None) -> list[FileStats]:
-        """Files of the given partitions (all files when None), in partition key order."""
-        return list(self.iter_files(database, table, partitions))
+        """Files of the given partitions (all files when None), in partition key order, from one snapshot."""
+        with self.snapshot():
+            return list(self.iter_files(database, table, partitions))
 
     def iter_files(
         self, database: str, table: str, partitions: Iterable[Partition] | None = None
     ) -> Iterator[FileStats]:
         tbl = self.get_table(database, table)
         ranges = (
-            [_range_of(_table_prefix(tbl.table_id))]
+            [_range_of(table_prefix(tbl.table_id))]
             if partitions is None
             else (self._file_range(tbl, tuple(p.values)) for p in partitions)
         )
-        types = self._file_types(tbl)
+        layout = layout_of(tbl)
+        decode, size = layout.file_codec.decode, layout.size
         names = tbl.partition_key_names
         for start, stop in ranges:
             for key, value in self._store.scan(FILES, start, stop):
-                values = keys.decode(key[8:], types)[:-1]
+                values = decode(key[size:])[:-1]
                 yield decode_file(value, tbl, dict(zip(names, values)))
 
     def has_file(self, database: str, table: str, path: str) -> bool:

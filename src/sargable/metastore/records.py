@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from sargable.metastore.names import partition_name
@@ -61,8 +62,8 @@ class Table:
             database=raw["database"],
             name=raw["name"],
             table_id=raw["id"],
-            columns=tuple((n, parse_type(t)) for n, t in raw["columns"]),
-            partition_keys=tuple((n, parse_type(t)) for n, t in raw["partition_keys"]),
+            columns=_columns(tuple(map(tuple, raw["columns"]))),
+            partition_keys=_columns(tuple(map(tuple, raw["partition_keys"]))),
             location=raw["location"],
             properties=raw["properties"],
             indexes=tuple(raw["indexes"]),
@@ -70,10 +71,16 @@ class Table:
         )
 
 
+@lru_cache(maxsize=1024)
+def _columns(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, DataType], ...]:
+    """Typed (name, type) pairs from their stored form (cached: every metastore call re-reads its table)."""
+    return tuple((name, parse_type(dtype)) for name, dtype in pairs)
+
+
 class Partition:
     """One partition: typed `values` in partition-key order, `spec`, Hive `name`, `location`, `parameters`."""
 
-    __slots__ = ("_location", "_name", "parameters", "table", "values")
+    __slots__ = ("_location", "_name", "_parameters", "table", "values")
 
     def __init__(
         self, table: Table, values: tuple[Any, ...], location: str | None = None, parameters: dict | None = None
@@ -82,7 +89,18 @@ class Partition:
         self.values = values
         self._location = location
         self._name: str | None = None
-        self.parameters: dict[str, str] = parameters or {}
+        self._parameters = parameters or None
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        """The partition's parameters (a dict of strings; created on first use, as most partitions have none)."""
+        if self._parameters is None:
+            self._parameters = {}
+        return self._parameters
+
+    @parameters.setter
+    def parameters(self, value: dict[str, str]) -> None:
+        self._parameters = value
 
     @property
     def name(self) -> str:
