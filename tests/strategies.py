@@ -125,9 +125,8 @@ def schemas(
     )
 
 
-_DECIMAL_DIGITS = 28
-"""Generated decimals keep to 28 digits: `types.convert` checks the range with `abs()` in the default decimal
-context, which rounds longer values, so it rejects the extremes of decimal(38,s)."""
+_DECIMAL_DIGITS = 38
+"""Generated decimals span the whole decimal(38,s) range."""
 
 
 def _decimal_bound(dtype: DataType) -> Decimal:

@@ -417,13 +417,14 @@ class _StringCodec(_Codec):
         if len(data) < 2 or data[0] != 1 or data[-1] != 0 or b"\x00" in data[1:-1]:
             raise KeyEncodingError(f"bytes {data.hex()} are not a valid string key field")
         raw = data[1:-1]
-        if b"\x01" in raw:
+        escaped = b"\x01" in raw
+        if escaped:
             raw = raw.replace(b"\x01\x01", b"\x00").replace(b"\x01\x02", b"\x01")
         try:
             value = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise KeyEncodingError(f"bytes {data.hex()} are not valid UTF-8 in a string key field") from None
-        if len(raw) != len(data) - 2 and self.encode(value) != data:
+        if escaped and self.encode(value) != data:
             raise KeyEncodingError(f"bytes {data.hex()} are not a canonical string key field")
         return value
 
@@ -502,7 +503,7 @@ class TupleCodec:
             raise KeyEncodingError(f"key values must be a sequence (tuple or list), got {type(values).__name__}")
         if len(values) > self.count:
             raise KeyEncodingError(f"{len(values)} values for a key of {self.count} fields")
-        parts = [codec.encode(value) for codec, value in zip(self.codecs, values)]  # noqa: B905
+        parts = [codec.encode(value) for codec, value in zip(self.codecs, values)]
         body = b"".join(parts)
         if self.variables < 2 or len(values) < self.count:
             return body

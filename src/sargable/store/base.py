@@ -46,6 +46,22 @@ def as_bytes(value: Any, what: str = "key") -> bytes:
     raise StoreError(f"store {what}s are bytes, got {type(value).__name__} {value!r:.80}")
 
 
+MAX_KEY_BYTES = 2048
+"""The longest key any store writes. PostgreSQL's btree index refuses entries over about 2,700 bytes (what fits
+depends on how well the key compresses); SQLite refuses the same keys, so both backends hold the same data."""
+
+
+def writable_key(key: Any) -> bytes:
+    """A key about to be written: bytes (see `as_bytes`) no longer than MAX_KEY_BYTES, else a `StoreError`."""
+    data = as_bytes(key)
+    if len(data) > MAX_KEY_BYTES:
+        raise StoreError(
+            f"a key of {len(data):,} bytes is longer than the {MAX_KEY_BYTES:,} bytes a store key may have; "
+            "shorten the partition values or file path it holds"
+        )
+    return data
+
+
 def successor(key: bytes) -> bytes:
     """The smallest key greater than `key`: where a forward scan resumes after it."""
     return key + b"\x00"
@@ -267,7 +283,7 @@ def unique_items(items: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, byte
     merged: dict[bytes, bytes] = {}
     try:
         for key, value in items:
-            merged[as_bytes(key)] = as_bytes(value, "value")
+            merged[writable_key(key)] = as_bytes(value, "value")
     except (TypeError, ValueError):
         raise StoreError("put_many takes an iterable of (key, value) pairs of bytes") from None
     return sorted(merged.items())

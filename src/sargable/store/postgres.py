@@ -34,6 +34,7 @@ from sargable.store.base import (
     successor,
     unique_items,
     unique_keys,
+    writable_key,
 )
 
 T = TypeVar("T")
@@ -298,7 +299,7 @@ class PostgresStore(Store):
     def put(self, keyspace: str, key: bytes, value: bytes) -> None:
         self._check_writable()
         sql = self._sql(keyspace).put
-        params = (as_bytes(key), as_bytes(value, "value"))
+        params = (writable_key(key), as_bytes(value, "value"))
         self._run(lambda: self._cursor.execute(sql, params), f"put into {keyspace}")
 
     def put_many(self, keyspace: str, items: Iterable[tuple[bytes, bytes]]) -> int:
