@@ -1,0 +1,37 @@
+"""sargable for PySpark: `write` and `read` partitioned tables through the metastore, and the `sargable` data source.
+
+    from sargable import spark as sgs
+    spark = sgs.local_session()                     # or any SparkSession whose Python workers can import sargable
+    sgs.write(df, "sales.events", partition_by=["ds", "hr"], mode="append")     # or "overwrite"
+    df = sgs.read(spark, "sales.events", where="ds >= '2024-01-01' and amount > 100")
+    sgs.scan_report(df)                              # partitions/files/bytes total vs selected, planning time
+    spark.read.format("sargable").load("sales.events").where("ds = '2024-01-02'")   # the data source
+    sgs.vacuum("sales.events")                       # files left behind by failed writes (dry run)
+
+This is the only part of sargable that imports pyspark. Executors import sargable too (footer statistics on
+write, Parquet reads in the data source), so it must be installed where Spark runs Python.
+See `sargable.spark.datasource` for the data source's options and the limits of Spark's filter pushdown.
+"""
+
+from __future__ import annotations
+
+from sargable.spark.datasource import register
+from sargable.spark.join import JoinScanReport, KeyPruning, join
+from sargable.spark.reader import read, scan_report
+from sargable.spark.scan import ScanReport
+from sargable.spark.session import local_session
+from sargable.spark.writer import WriteResult, vacuum, write
+
+__all__ = [
+    "JoinScanReport",
+    "KeyPruning",
+    "ScanReport",
+    "WriteResult",
+    "join",
+    "local_session",
+    "read",
+    "register",
+    "scan_report",
+    "vacuum",
+    "write",
+]

@@ -1,0 +1,90 @@
+"""Spark SQL types <-> the metastore's Hive types, and the Spark schema of a metastore table.
+
+The metastore keeps Hive type names; Spark reads a table with the Spark type of each: `string`, `varchar(n)`
+and `char(n)` read as `StringType` (Spark refuses char/varchar in a read schema), `timestamp` as `TimestampType`
+unless the table property `spark.timestamp_ntz_columns` lists the column (written from a `TimestampNTZType`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from pyspark.sql import types as T
+
+from sargable.errors import SargableError
+from sargable.types import DataType, decimal_type, parse_type
+
+NTZ_PROPERTY = "spark.timestamp_ntz_columns"
+"""Table property: comma-separated timestamp columns written from Spark's `TimestampNTZType`."""
+
+_TO_HIVE: dict[type, str] = {
+    T.StringType: "string",
+    T.ByteType: "tinyint",
+    T.ShortType: "smallint",
+    T.IntegerType: "int",
+    T.LongType: "bigint",
+    T.FloatType: "float",
+    T.DoubleType: "double",
+    T.DateType: "date",
+    T.TimestampType: "timestamp",
+    T.TimestampNTZType: "timestamp",
+    T.BooleanType: "boolean",
+}
+
+_TO_SPARK: dict[str, T.DataType] = {
+    "string": T.StringType(),
+    "varchar": T.StringType(),
+    "char": T.StringType(),
+    "tinyint": T.ByteType(),
+    "smallint": T.ShortType(),
+    "int": T.IntegerType(),
+    "bigint": T.LongType(),
+    "float": T.FloatType(),
+    "double": T.DoubleType(),
+    "date": T.DateType(),
+    "timestamp": T.TimestampType(),
+    "boolean": T.BooleanType(),
+}
+
+
+def hive_type(spark_type: T.DataType, column: str = "?") -> DataType:
+    """The Hive type of a Spark type; types the metastore can't hold (binary, arrays, maps, structs) are an error."""
+    if isinstance(spark_type, T.DecimalType):
+        return decimal_type(spark_type.precision, spark_type.scale)
+    if isinstance(spark_type, T.VarcharType):
+        return parse_type(f"varchar({spark_type.length})")
+    if isinstance(spark_type, T.CharType):
+        return parse_type(f"char({spark_type.length})")
+    name = _TO_HIVE.get(type(spark_type))
+    if name is None:
+        raise SargableError(
+            f"column {column} has Spark type {spark_type.simpleString()}, which a sargable table can't hold; "
+            "supported: string, tinyint, smallint, int, bigint, float, double, decimal, date, timestamp, boolean"
+        )
+    return parse_type(name)
+
+
+def spark_type(dtype: DataType, *, ntz: bool = False) -> T.DataType:
+    """The Spark type a column of Hive type `dtype` is read as."""
+    if dtype.name == "decimal":
+        assert dtype.precision is not None and dtype.scale is not None
+        return T.DecimalType(dtype.precision, dtype.scale)
+    if dtype.name == "timestamp" and ntz:
+        return T.TimestampNTZType()
+    return _TO_SPARK[dtype.name]
+
+
+def ntz_columns(properties: dict[str, str]) -> set[str]:
+    """Timestamp columns the table property marks as written from `TimestampNTZType`."""
+    return {name for name in properties.get(NTZ_PROPERTY, "").split(",") if name}
+
+
+def struct_type(schema: Sequence[tuple[str, DataType]], ntz: Iterable[str] = ()) -> T.StructType:
+    """A Spark schema (all fields nullable) for `(name, Hive type)` pairs."""
+    ntz_set = set(ntz)
+    return T.StructType([T.StructField(name, spark_type(dtype, ntz=name in ntz_set), True) for name, dtype in schema])
+
+
+def table_struct(table: object) -> T.StructType:
+    """The Spark schema of a metastore table: data columns, then partition keys (how Spark orders them)."""
+    return struct_type(table.schema, ntz_columns(table.properties))  # type: ignore[attr-defined]

@@ -1,0 +1,34 @@
+"""Spark test fixtures (a pytest plugin: `pytest_plugins = ["conftest_spark"]`).
+
+One local[2] SparkSession serves every Spark test of the run (starting the JVM costs seconds); each test module
+gets its own metastore and warehouse directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The shared local[2] session: 2 GB driver, 4 shuffle partitions, no UI, UTC session time zone."""
+    pytest.importorskip("pyspark")
+    from sargable.spark import local_session
+
+    session = local_session("sargable-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def spark_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A fresh SQLite metastore whose warehouse (table locations) is a temporary directory of this module."""
+    from sargable.metastore import Metastore
+
+    root = tmp_path_factory.mktemp("spark-warehouse")
+    ms = Metastore.open(f"sqlite:///{root / 'metastore.db'}", warehouse=root)
+    yield ms
+    ms.close()

@@ -1,0 +1,458 @@
+"""Join-driven partition pruning (`sgs.read(..., prune_by=...)` and `sgs.join`) against Spark's own unpruned joins.
+
+The oracle for rows is plain Spark: `spark.read.parquet(location)` (its own partition discovery, no sargable)
+joined with the same dimension DataFrame. The oracle for what is read is the table's folders on disk, filtered in
+Python by the dimension's key values (NULL keys never join).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from sargable import spark as sgs
+from sargable.errors import SargableError
+from sargable.expr import parse
+from sargable.metastore import Metastore
+from sargable.spark.join import KeySet, _skip_files, fact_side_reason, plan_pruned_scan
+from sargable.stats import ColumnStats, FileStats
+
+pytest_plugins = ["conftest_spark"]
+
+TABLE = "star.sales"
+STORES = ["s1", "s2", "s3"]
+NULL_FOLDER = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _sales_rows(parity: int) -> list[tuple]:
+    """600 rows with items 0..49 (parity 0) or 50..99 (parity 1), so file statistics can skip files."""
+    out = []
+    for i in range(600):
+        day = None if i % 37 == 0 else 1 + i % 12
+        store = None if i % 41 == 0 else STORES[(i // 12) % 3]
+        item = None if i % 43 == 0 else i % 50 + 50 * parity
+        out.append((i + 1000 * parity, item, Decimal(i % 97) + Decimal("0.25"), day, store))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sales(spark: Any, spark_metastore: Any) -> str:
+    """The fact table, partitioned by (day, store), NULL partitions included; returns its location."""
+    schema = "id bigint, item int, amount decimal(10,2), day int, store string"
+    # Two tasks, one per half of the rows: each partition gets one file of low items and one of high items.
+    rows = spark.sparkContext.parallelize(_sales_rows(0) + _sales_rows(1), 2)
+    df = spark.createDataFrame(rows, schema)
+    sgs.write(df, TABLE, partition_by=["day", "store"], metastore=spark_metastore, progress=False)
+    return spark_metastore.get_table("star", "sales").location
+
+
+@pytest.fixture(scope="module")
+def plain(spark: Any, sales: str) -> Any:
+    """The same folders read by Spark alone."""
+    return spark.read.parquet(sales)
+
+
+@pytest.fixture(scope="module")
+def days(spark: Any) -> Any:
+    """Keys 1..15 (13..15 have no sales) in months of four days, and a NULL key."""
+    rows = [(dk, 1 + (dk - 1) // 4) for dk in range(1, 16)] + [(None, 1)]
+    return spark.createDataFrame(rows, "dk int, month int")
+
+
+@pytest.fixture(scope="module")
+def stores(spark: Any) -> Any:
+    rows = [("s1", "east"), ("s2", "west"), ("s3", "east"), ("s9", "east"), (None, "east")]
+    return spark.createDataFrame(rows, "sk string, region string")
+
+
+@pytest.fixture(scope="module")
+def items(spark: Any) -> Any:
+    rows = [(ik, "low" if ik < 50 else "high") for ik in range(0, 100)] + [(200, "high"), (None, "low")]
+    return spark.createDataFrame(rows, "ik int, kind string")
+
+
+def _value(text: str, cast: Callable[[str], Any]) -> Any:
+    return None if text == NULL_FOLDER else cast(text)
+
+
+@pytest.fixture(scope="module")
+def disk(sales: str) -> dict[tuple[Any, Any], list[str]]:
+    """(day, store) of each partition folder on disk -> its data files."""
+    out: dict[tuple[Any, Any], list[str]] = {}
+    for root, dirs, names in os.walk(sales):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        files = [os.path.join(root, n) for n in names if n.endswith(".parquet")]
+        if files:
+            day_part, store_part = os.path.relpath(root, sales).split("/")
+            key = (_value(day_part.split("=", 1)[1], int), _value(store_part.split("=", 1)[1], str))
+            out[key] = files
+    return out
+
+
+def _canon(rows: list[Any]) -> list[tuple]:
+    out = [tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row) for row in rows]
+    return sorted(out, key=repr)
+
+
+def _local(uri: str) -> str:
+    """A local path from one of Spark's file URIs."""
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def _keys(df: Any, column: str) -> set[Any]:
+    """The non-NULL values of a dimension column (collected by plain Spark, independently of sargable)."""
+    return {row[0] for row in df.select(column).collect() if row[0] is not None}
+
+
+def _expected(
+    disk: dict[tuple[Any, Any], list[str]], keep: Callable[[Any, Any], bool]
+) -> tuple[int, int, set[tuple[Any, Any]]]:
+    """(partitions, files, partition keys) on disk that `keep(day, store)` selects."""
+    chosen = {key for key in disk if keep(*key)}
+    return len(chosen), sum(len(disk[k]) for k in chosen), chosen
+
+
+# ------------------------------------------------------------------------------------------------ eligibility
+
+
+ELIGIBILITY = [
+    # (how, fact_side, prunes)
+    ("inner", "left", True),
+    ("left_semi", "left", True),
+    ("right", "left", True),
+    ("left", "left", False),
+    ("full", "left", False),
+    ("left_anti", "left", False),
+    ("inner", "right", True),
+    ("left", "right", True),
+    ("left_semi", "right", True),
+    ("left_anti", "right", True),
+    ("right", "right", False),
+    ("full", "right", False),
+]
+
+
+def test_fact_side_reason_follows_the_seed() -> None:
+    for how, side, prunes in ELIGIBILITY:
+        assert (fact_side_reason(how, side) is None) == prunes, (how, side)
+
+
+SPARK_ELIGIBILITY = [
+    ("inner", "left", True),
+    ("left_semi", "left", True),
+    ("left", "left", False),
+    ("left", "right", True),
+    ("left_anti", "left", False),
+    ("left_anti", "right", True),
+    ("full", "left", False),
+]
+
+
+@pytest.mark.parametrize(("how", "fact_side", "prunes"), SPARK_ELIGIBILITY)
+def test_join_kinds_prune_only_when_the_fact_is_inner(
+    spark: Any,
+    spark_metastore: Any,
+    plain: Any,
+    days: Any,
+    disk: dict,
+    how: str,
+    fact_side: str,
+    prunes: bool,
+) -> None:
+    dim = days.where("month = 2")
+    got = sgs.join(TABLE, dim, on=[("day", "dk")], how=how, fact_side=fact_side, metastore=spark_metastore)
+    condition = plain["day"] == dim["dk"]
+    oracle = plain.join(dim, condition, how) if fact_side == "left" else dim.join(plain, condition, how)
+    assert got.columns == oracle.columns
+    assert _canon(got.collect()) == _canon(oracle.collect())
+
+    report = sgs.scan_report(got)
+    assert [p.applied for p in report.pruning] == [prunes]
+    if prunes:
+        wanted = _keys(dim, "dk")
+        partitions, files, _ = _expected(disk, lambda day, store: day in wanted)
+        assert (report.partitions_selected, report.files_selected) == (partitions, files)
+        assert report.pruning[0].target == "partitions" and report.pruning[0].mode == "values"
+        assert report.pruning[0].values == len(wanted)
+    else:
+        assert (report.partitions_selected, report.files_selected) == (len(disk), sum(map(len, disk.values())))
+        assert report.pruning[0].reason and any("not pruned" in note for note in report.notes)
+
+
+WRAPPED_KEYS = {
+    "dim Column expression": lambda: ("day", F.col("dk") + 0),
+    "fact expression text": lambda: ("day + 0", "dk"),
+    "dim function text": lambda: ("day", "coalesce(dk, -1)"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(WRAPPED_KEYS))
+def test_keys_wrapped_in_functions_join_unpruned(
+    spark: Any, spark_metastore: Any, plain: Any, days: Any, disk: dict, variant: str
+) -> None:
+    fact_key, dim_key = WRAPPED_KEYS[variant]()
+    dim = days.where("month = 1")
+    got = sgs.join(TABLE, dim, on=[(fact_key, dim_key)], metastore=spark_metastore)
+    report = sgs.scan_report(got)
+    assert not report.pruning[0].applied and "function" in (report.pruning[0].reason or "")
+    assert report.partitions_selected == len(disk)
+    oracle = plain.join(dim, plain["day"] == dim["dk"])
+    assert got.columns == oracle.columns
+    assert _canon(got.collect()) == _canon(oracle.collect())
+
+
+def test_keys_of_types_spark_casts_do_not_prune(spark: Any, spark_metastore: Any, plain: Any, disk: dict) -> None:
+    dim = spark.createDataFrame([("3",), ("4",)], "dk string")
+    got = sgs.join(TABLE, dim, on=[("day", "dk")], metastore=spark_metastore)
+    report = sgs.scan_report(got)
+    assert not report.pruning[0].applied and "cast" in (report.pruning[0].reason or "")
+    assert report.partitions_selected == len(disk)
+    assert _canon(got.collect()) == _canon(plain.join(dim, plain["day"] == dim["dk"]).collect())
+
+
+# ------------------------------------------------------------------------------------------------ pruning
+
+
+def test_cascading_dimensions_intersect(
+    spark: Any, spark_metastore: Any, plain: Any, days: Any, stores: Any, items: Any, disk: dict
+) -> None:
+    early = days.where("dk <= 6")
+    even_month = days.where("month = 2")  # days 5..8: with `early`, days 5 and 6
+    east = stores.where("region = 'east'")
+    few = items.where("kind = 'low' and ik < 40")
+    where = "amount > 10"
+    df = sgs.read(
+        spark,
+        TABLE,
+        where=where,
+        prune_by=[(early, "dk", "day"), (even_month, "dk", "day"), (east, "sk", "store"), (few, "ik", "item")],
+        metastore=spark_metastore,
+    )
+    day_keys = _keys(early, "dk") & _keys(even_month, "dk")
+    store_keys, item_keys = _keys(east, "sk"), _keys(few, "ik")
+    oracle = (
+        plain.where(where)
+        .join(early, plain["day"] == early["dk"], "left_semi")
+        .join(even_month, plain["day"] == even_month["dk"], "left_semi")
+        .join(east, plain["store"] == east["sk"], "left_semi")
+        .join(few, plain["item"] == few["ik"], "left_semi")
+    )
+    assert _canon(df.collect()) == _canon(oracle.collect())
+    assert df.count() > 0
+
+    report = sgs.scan_report(df)
+    partitions, files, chosen = _expected(disk, lambda day, store: day in day_keys and store in store_keys)
+    assert report.partitions_selected == partitions == 4
+    # Items below 40 are in the low-item files only: statistics skip the high-item files, and keep every file that
+    # holds one of the items.
+    chosen_files = [f for key in chosen for f in disk[key]]
+    items_of = {f: set(pq.read_table(f).column("item").to_pylist()) - {None} for f in chosen_files}
+    holding = {f for f in chosen_files if items_of[f] & item_keys}
+    low_files = {f for f in chosen_files if items_of[f] and max(items_of[f]) < 50}
+    selected = {_local(uri) for uri in df.inputFiles()}
+    assert holding <= selected <= low_files
+    assert report.files_selected == len(selected) < files
+    assert [p.target for p in report.pruning] == ["partitions", "partitions", "partitions", "files"]
+    assert report.residual is not None and "item IN" in report.residual and "amount" in report.residual
+    assert report.partition_filter is None, "the static filter has no partition part; the keys prune exactly"
+
+
+def test_static_partition_predicate_intersects_the_keys(
+    spark: Any, spark_metastore: Any, plain: Any, days: Any, disk: dict
+) -> None:
+    dim = days.where("month in (1, 2)")
+    where = "day >= 3 and store = 's2'"
+    got = sgs.join(TABLE, dim, on=[("day", "dk")], how="left_semi", where=where, metastore=spark_metastore)
+    wanted = _keys(dim, "dk")
+    partitions, files, _ = _expected(disk, lambda day, store: day in wanted and day >= 3 and store == "s2")
+    report = sgs.scan_report(got)
+    assert (report.partitions_selected, report.files_selected) == (partitions, files) == (6, 12)
+    oracle = plain.where(where).join(dim, plain["day"] == dim["dk"], "left_semi")
+    assert _canon(got.collect()) == _canon(oracle.collect())
+
+
+def test_max_values_falls_back_to_the_key_range(
+    spark: Any, spark_metastore: Any, plain: Any, days: Any, items: Any, disk: dict
+) -> None:
+    dim = days.where("dk in (2, 5, 9)")
+    df = sgs.read(spark, TABLE, prune_by=[(dim, "dk", "day")], max_values=2, metastore=spark_metastore)
+    report = sgs.scan_report(df)
+    pruning = report.pruning[0]
+    assert (pruning.mode, pruning.low, pruning.high, pruning.values) == ("range", 2, 9, None)
+    assert "range" in str(report)
+    partitions, files, _ = _expected(disk, lambda day, store: day is not None and 2 <= day <= 9)
+    assert (report.partitions_selected, report.files_selected) == (partitions, files)
+    assert _canon(df.collect()) == _canon(plain.where("day between 2 and 9").collect())
+
+    got = sgs.join(TABLE, dim, on=[("day", "dk")], max_values=2, metastore=spark_metastore)
+    assert _canon(got.collect()) == _canon(plain.join(dim, plain["day"] == dim["dk"]).collect())
+
+    few = items.where("ik in (10, 11, 200)")
+    by_items = sgs.read(spark, TABLE, prune_by=[(few, "ik", "item")], max_values=1, metastore=spark_metastore)
+    item_pruning = sgs.scan_report(by_items).pruning[0]
+    assert (item_pruning.target, item_pruning.mode, item_pruning.low, item_pruning.high) == ("files", "range", 10, 200)
+    assert _canon(by_items.collect()) == _canon(plain.where("item between 10 and 200").collect())
+
+
+def test_null_keys_never_join(spark: Any, spark_metastore: Any, plain: Any, disk: dict) -> None:
+    dim = spark.createDataFrame([(None, None), (4, 8), (None, 9)], "dk int, ik int")
+    got = sgs.join(TABLE, dim, on=[("day", "dk"), ("item", "ik")], metastore=spark_metastore)
+    oracle = plain.join(dim, (plain["day"] == dim["dk"]) & (plain["item"] == dim["ik"]))
+    assert _canon(got.collect()) == _canon(oracle.collect())
+    report = sgs.scan_report(got)
+    assert [p.values for p in report.pruning] == [1, 2]
+    partitions, _, chosen = _expected(disk, lambda day, store: day == 4)
+    assert report.partitions_selected == partitions and all(day is not None for day, _ in chosen)
+
+    only_nulls = spark.createDataFrame([(None,), (None,)], "dk int")
+    empty = sgs.read(spark, TABLE, prune_by=[(only_nulls, "dk", "day")], metastore=spark_metastore)
+    report = sgs.scan_report(empty)
+    assert (report.partitions_selected, report.files_selected) == (0, 0)
+    assert empty.count() == 0 and empty.columns == plain.columns
+    # The fact's NULL partition and NULL items are never read or joined, whatever the dimension holds.
+    everything = spark.createDataFrame([(d,) for d in range(0, 20)] + [(None,)], "dk int")
+    got = sgs.read(spark, TABLE, prune_by=[(everything, "dk", "day")], metastore=spark_metastore)
+    report = sgs.scan_report(got)
+    assert report.partitions_selected == len([k for k in disk if k[0] is not None]) < len(disk)
+    assert _canon(got.collect()) == _canon(plain.where("day is not null").collect())
+    left = sgs.join(TABLE, everything, on=[("day", "dk")], how="left", fact_side="right", metastore=spark_metastore)
+    oracle = everything.join(plain, everything["dk"] == plain["day"], "left")
+    assert _canon(left.collect()) == _canon(oracle.collect())
+
+
+def test_large_value_sets_stay_exact_through_a_semi_join(
+    spark: Any, spark_metastore: Any, plain: Any, items: Any, monkeypatch: Any
+) -> None:
+    join_module = sys.modules["sargable.spark.join"]
+    monkeypatch.setattr(join_module, "IN_RESIDUAL_MAX", 3)
+    some = items.where("ik in (1, 3, 5, 7, 9, 97)")
+    df = sgs.read(spark, TABLE, prune_by=[(some, "ik", "item")], columns=["id", "item"], metastore=spark_metastore)
+    report = sgs.scan_report(df)
+    assert report.residual is not None and "BETWEEN" in report.residual.upper()
+    assert df.columns == ["id", "item"]
+    oracle = plain.join(some, plain["item"] == some["ik"], "left_semi").select("id", "item")
+    assert _canon(df.collect()) == _canon(oracle.collect())
+
+
+def test_column_keys_and_bad_input(spark: Any, spark_metastore: Any, plain: Any, days: Any, disk: dict) -> None:
+    dim = days.where("month = 3")
+    got = sgs.join(TABLE, dim, on=[(F.col("day"), dim["dk"])], metastore=spark_metastore)
+    wanted = _keys(dim, "dk")
+    assert sgs.scan_report(got).partitions_selected == _expected(disk, lambda d, s: d in wanted)[0]
+    assert _canon(got.collect()) == _canon(plain.join(dim, plain["day"] == dim["dk"]).collect())
+
+    with pytest.raises(SargableError, match="how must be"):
+        sgs.join(TABLE, dim, on=[("day", "dk")], how="cross", metastore=spark_metastore)
+    with pytest.raises(SargableError, match="fact_side"):
+        sgs.join(TABLE, dim, on=[("day", "dk")], fact_side="middle", metastore=spark_metastore)
+    with pytest.raises(SargableError, match="not a column"):
+        sgs.join(TABLE, dim, on=[("dayz", "dk")], metastore=spark_metastore)
+    with pytest.raises(SargableError, match="not a column"):
+        sgs.join(TABLE, dim, on=[("day", "dkk")], metastore=spark_metastore)
+    with pytest.raises(SargableError, match="on must be"):
+        sgs.join(TABLE, dim, on=[], metastore=spark_metastore)
+    with pytest.raises(SargableError, match="dim must be"):
+        sgs.join(TABLE, "dim", on=[("day", "dk")], metastore=spark_metastore)
+    with pytest.raises(SargableError, match="max_values"):
+        sgs.read(spark, TABLE, prune_by=[(dim, "dk", "day")], max_values=0, metastore=spark_metastore)
+    with pytest.raises(SargableError, match="prune_by"):
+        sgs.read(spark, TABLE, prune_by=[(dim, "dk")], metastore=spark_metastore)
+    with pytest.raises(SargableError, match="prune_by"):
+        sgs.read(spark, TABLE, prune_by="dk", metastore=spark_metastore)
+
+
+# ------------------------------------------------------------------------------------------------ without Spark
+
+
+def test_partition_key_values_plan_as_gets_not_a_scan(tmp_path: Any, monkeypatch: Any) -> None:
+    """1,200 key values over a 1,500-partition table: gets on the key (in chunks the planner keeps as gets)."""
+    ms = Metastore.open(f"sqlite:///{tmp_path / 'm.db'}", warehouse=tmp_path)
+    ms.create_database("db")
+    ms.create_table("db", "fact", [("v", "bigint")], [("day", "int")])
+    ms.add_partitions("db", "fact", [{"day": d} for d in range(1500)])
+    table = ms.get_table("db", "fact")
+    store = ms.store
+    calls: list[tuple[str, str]] = []
+    real_scan, real_multi_get = store.scan, store.multi_get
+
+    def scan(keyspace: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(("scan", keyspace))
+        return real_scan(keyspace, *args, **kwargs)
+
+    def multi_get(keyspace: str, keys: Any) -> Any:
+        calls.append(("multi_get", keyspace))
+        return real_multi_get(keyspace, keys)
+
+    monkeypatch.setattr(store, "scan", scan)
+    monkeypatch.setattr(store, "multi_get", multi_get)
+    values = frozenset(range(-100, 2300, 2))  # 1,200 values, 750 of them partitions
+    plan = plan_pruned_scan(ms, table, None, [KeySet("day", values=values)])
+    assert plan.report.partitions_selected == len([d for d in range(1500) if d in values])
+    assert ("scan", "partitions") not in calls
+    assert ("multi_get", "partitions") in calls
+    assert plan.report.access is not None and "2 metastore queries" in plan.report.access
+
+    calls.clear()
+    static = plan_pruned_scan(ms, table, parse("day < 100 and day >= 0"), [KeySet("day", values=values)])
+    assert static.report.partitions_selected == 50
+    assert ("scan", "partitions") not in calls
+    ranged = plan_pruned_scan(ms, table, None, [KeySet("day", low=10, high=19), KeySet("day", values=values)])
+    assert ranged.report.partitions_selected == 5
+
+    # A value set on a key that is neither leading nor indexed: one query, then membership in memory.
+    ms.create_table("db", "two", [("v", "bigint")], [("day", "int"), ("store", "string")])
+    ms.add_partitions("db", "two", [{"day": d, "store": s} for d in range(40) for s in ("a", "b", "c", None)])
+    two = ms.get_table("db", "two")
+    keys = [KeySet("store", values=frozenset({"a", "c", "z"})), KeySet("day", low=5, high=14)]
+    plan = plan_pruned_scan(ms, two, parse("day != 7"), keys)
+    assert plan.report.partitions_selected == 9 * 2
+    assert plan.report.access is not None and "in memory" in plan.report.access
+    by_day = plan_pruned_scan(ms, two, None, [KeySet("day", values=frozenset({3, 4, 99})), keys[0]])
+    assert by_day.report.partitions_selected == 2 * 2
+    assert by_day.report.access is not None and "day IN (3 values)" in by_day.report.access
+    ms.close()
+
+
+def _stats(values: list[int | None]) -> ColumnStats:
+    present = [v for v in values if v is not None]
+    distinct = frozenset(present) if len(set(present)) <= 3 else None
+    return ColumnStats(
+        min=min(present) if present else None,
+        max=max(present) if present else None,
+        null_count=len(values) - len(present),
+        distinct=distinct,
+    )
+
+
+@settings(max_examples=200)
+@given(
+    files=st.lists(st.lists(st.one_of(st.none(), st.integers(-20, 20)), max_size=8), max_size=12),
+    keys=st.frozensets(st.integers(-25, 25), max_size=10),
+)
+def test_file_skipping_by_key_values_is_sound_and_tight(files: list[list[int | None]], keys: frozenset[int]) -> None:
+    stats = [
+        FileStats(path=f"/f{i}", row_count=len(v), size_bytes=1, columns={"item": _stats(v)})
+        for i, v in enumerate(files)
+    ]
+    kept = {f.path for f in _skip_files(stats, KeySet("item", values=keys))}
+    for i, values in enumerate(files):
+        present = {v for v in values if v is not None}
+        if present & keys:
+            assert f"/f{i}" in kept, "a file holding a key value is never skipped"
+        elif not present:
+            assert f"/f{i}" not in kept, "a file of only NULLs (or no rows) never joins"
+        elif len(present) <= 3:
+            assert f"/f{i}" not in kept, "a value set is exact"
+        elif not any(min(present) <= k <= max(present) for k in keys):
+            assert f"/f{i}" not in kept, "no key value within [min, max]"
