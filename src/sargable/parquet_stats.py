@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from sargable.errors import SargableError, StatisticsError
 from sargable.stats import MAX_DISTINCT, ColumnStats, FileStats
-from sargable.types import DataType, convert, parse_type
+from sargable.types import DECIMAL_CONTEXT, DataType, convert, parse_type
 
 STRING_TRUNCATION_LENGTH = 64
 """parquet-mr's default truncation length (bytes) for binary statistics: bounds this long may be truncated."""
@@ -76,7 +76,7 @@ def _decode(raw: Any, physical: str, logical: dict[str, Any], upper: bool, trunc
         if kind == "Timestamp":
             return _timestamp(raw, logical, upper)
         if kind == "Decimal":
-            return Decimal(raw).scaleb(-int(logical["scale"])), True
+            return Decimal(raw).scaleb(-int(logical["scale"]), DECIMAL_CONTEXT), True
         if kind == "None" or (kind == "Int" and logical.get("isSigned", True)):
             return int(raw), True
         return None, True
@@ -86,7 +86,9 @@ def _decode(raw: Any, physical: str, logical: dict[str, Any], upper: bool, trunc
     if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
         data = bytes(raw)
         if kind == "Decimal":
-            return Decimal(int.from_bytes(data, "big", signed=True)).scaleb(-int(logical["scale"])), True
+            return Decimal(int.from_bytes(data, "big", signed=True)).scaleb(
+                -int(logical["scale"]), DECIMAL_CONTEXT
+            ), True
         if kind == "Float16" and len(data) == 2:
             value = struct.unpack("<e", data)[0]
             return (None, True) if math.isnan(value) else (value, True)
@@ -143,9 +145,7 @@ def _typed(value: Any, dtype: DataType | None) -> Any:
     return converted if converted == value else None
 
 
-def _column_from_row_groups(
-    meta: pq.FileMetaData, index: int, dtype: DataType | None, truncation: int
-) -> ColumnStats:
+def _column_from_row_groups(meta: pq.FileMetaData, index: int, dtype: DataType | None, truncation: int) -> ColumnStats:
     descriptor = meta.schema.column(index)
     physical = descriptor.physical_type
     logical = json.loads(descriptor.logical_type.to_json())
@@ -229,9 +229,7 @@ def stats_from_parquet(
             name = first.column(index).path_in_schema
             if "." in name or (types is not None and name not in types):
                 continue
-            columns[name] = _column_from_row_groups(
-                meta, index, types.get(name) if types else None, truncation_length
-            )
+            columns[name] = _column_from_row_groups(meta, index, types.get(name) if types else None, truncation_length)
     return FileStats(path=location, row_count=meta.num_rows, size_bytes=size, columns=columns, partition=partition)
 
 
