@@ -148,18 +148,7 @@ def test_fact_side_reason_follows_the_seed() -> None:
         assert (fact_side_reason(how, side) is None) == prunes, (how, side)
 
 
-SPARK_ELIGIBILITY = [
-    ("inner", "left", True),
-    ("left_semi", "left", True),
-    ("left", "left", False),
-    ("left", "right", True),
-    ("left_anti", "left", False),
-    ("left_anti", "right", True),
-    ("full", "left", False),
-]
-
-
-@pytest.mark.parametrize(("how", "fact_side", "prunes"), SPARK_ELIGIBILITY)
+@pytest.mark.parametrize(("how", "fact_side", "prunes"), ELIGIBILITY)
 def test_join_kinds_prune_only_when_the_fact_is_inner(
     spark: Any,
     spark_metastore: Any,
@@ -219,6 +208,21 @@ def test_keys_of_types_spark_casts_do_not_prune(spark: Any, spark_metastore: Any
     assert not report.pruning[0].applied and "cast" in (report.pruning[0].reason or "")
     assert report.partitions_selected == len(disk)
     assert _canon(got.collect()) == _canon(plain.join(dim, plain["day"] == dim["dk"]).collect())
+
+
+def test_keys_of_other_exact_types_convert_to_the_fact_column(
+    spark: Any, spark_metastore: Any, plain: Any, disk: dict
+) -> None:
+    """Decimal and bigint keys against an int partition key: values no int equals (4.5, 2**40) select nothing."""
+    dim = spark.createDataFrame(
+        [(Decimal("3.0"), 3), (Decimal("4.5"), 2**40), (Decimal("5.0"), 5)], "dk decimal(5,1), big bigint"
+    )
+    for column in ("dk", "big"):
+        got = sgs.join(TABLE, dim, on=[("day", column)], metastore=spark_metastore)
+        report = sgs.scan_report(got)
+        assert report.pruning[0].applied, report.pruning[0].reason
+        assert report.partitions_selected == _expected(disk, lambda day, store: day in (3, 5))[0]
+        assert _canon(got.collect()) == _canon(plain.join(dim, plain["day"] == dim[column]).collect())
 
 
 # ------------------------------------------------------------------------------------------------ pruning
@@ -456,3 +460,32 @@ def test_file_skipping_by_key_values_is_sound_and_tight(files: list[list[int | N
             assert f"/f{i}" not in kept, "a value set is exact"
         elif not any(min(present) <= k <= max(present) for k in keys):
             assert f"/f{i}" not in kept, "no key value within [min, max]"
+
+
+def test_unusable_statistics_are_not_used_for_the_static_filter(tmp_path: Any) -> None:
+    """Timestamp statistics that don't compare with the session's literals (non-UTC zone) skip no file."""
+    import datetime as dt
+
+    ms = Metastore.open(f"sqlite:///{tmp_path / 'm.db'}", warehouse=tmp_path)
+    ms.create_database("db")
+    ms.create_table("db", "t", [("ts", "timestamp"), ("v", "bigint")], [("day", "int")])
+    early = ColumnStats(min=dt.datetime(2024, 1, 1, 12), max=dt.datetime(2024, 1, 1, 13), null_count=0)
+    files = [
+        FileStats(
+            path=f"{tmp_path}/t/day={d}/f.parquet",
+            row_count=5,
+            size_bytes=10,
+            columns={"ts": early},
+            partition={"day": d},
+        )
+        for d in range(4)
+    ]
+    ms.commit("db", "t", add_files=files)
+    table = ms.get_table("db", "t")
+    where = parse("ts < '2024-01-01 08:00:00'")
+    keys = [KeySet("day", values=frozenset({1, 2, 9}))]
+    assert plan_pruned_scan(ms, table, where, keys).report.files_selected == 0
+    kept = plan_pruned_scan(ms, table, where, keys, unusable_stats=["ts"])
+    assert (kept.report.partitions_selected, kept.report.files_selected) == (2, 2)
+    assert kept.report.residual is not None and "ts" in kept.report.residual
+    ms.close()

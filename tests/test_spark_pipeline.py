@@ -261,6 +261,19 @@ def test_column_filters_and_projection(spark: Any, spark_metastore: Any, sales: 
     assert by_expr == _plain(spark, sales, "ds >= '2024-01-04'").count()
 
 
+def test_timestamp_statistics_are_not_used_outside_utc(spark: Any, spark_metastore: Any, sales: str) -> None:
+    # Footers hold UTC instants; in New York '06:00' is 11:00 UTC, so files starting between 06:00 and 11:00 UTC
+    # hold matching rows although their minimum is above the literal.
+    where = "ts < '2024-01-01 06:00:00'"
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        df = sgs.read(spark, TABLE, where=where, metastore=spark_metastore)
+        assert _canon(df.select(*COLUMNS).collect()) == _canon(_plain(spark, sales, where).collect())
+        assert any("time zone" in note for note in sgs.scan_report(df).notes)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
 def test_read_rejects_bad_input(spark: Any, spark_metastore: Any, sales: str) -> None:
     with pytest.raises(SargableError, match="unknown columns"):
         sgs.read(spark, TABLE, columns=["nope"], metastore=spark_metastore)
@@ -431,3 +444,21 @@ def test_write_rejects_bad_input(spark: Any, spark_metastore: Any) -> None:
         sgs.write(df, "shop.bad", partition_by=["a"], metastore=spark_metastore)
     with pytest.raises(SargableError, match="not columns"):
         sgs.write(df.withColumn("extra", F.lit(1)), "shop.bad", metastore=spark_metastore)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [None, "region = 'a/b=c'", "region is null or id < 10", "ds >= '2024-01-04' and name like 'n%'", "id > 5000"],
+)
+def test_large_scans_read_through_a_manifest(
+    spark: Any, spark_metastore: Any, sales: str, monkeypatch: Any, where: str | None
+) -> None:
+    from sargable.spark import reader
+
+    monkeypatch.setattr(reader, "MANIFEST_MIN_FILES", 1)
+    df = sgs.read(spark, TABLE, where=where, metastore=spark_metastore)
+    plain = spark.read.parquet(sales)
+    expected = (plain.where(where) if where else plain).select(*COLUMNS)
+    assert _canon(df.select(*COLUMNS).collect()) == _canon(expected.collect())
+    if sgs.scan_report(df).files_selected:
+        assert "MetadataLogFileIndex" in df._jdf.queryExecution().executedPlan().toString()

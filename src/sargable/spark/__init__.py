@@ -7,6 +7,8 @@
     sgs.scan_report(df)                              # partitions/files/bytes total vs selected, planning time
     spark.read.format("sargable").load("sales.events").where("ds = '2024-01-02'")   # the data source
     sgs.vacuum("sales.events")                       # files left behind by failed writes (dry run)
+    sgs.read(spark, "sales.events", prune_by=[(dim_df, "d_date", "ds")])        # pruned by a dimension's keys
+    sgs.join("sales.events", dim_df, on=[("ds", "d_date")], how="inner")        # Spark's join over that read
 
 This is the only part of sargable that imports pyspark. Executors import sargable too (footer statistics on
 write, Parquet reads in the data source), so it must be installed where Spark runs Python.

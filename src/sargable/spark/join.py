@@ -43,7 +43,7 @@ from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.skipping import select_files
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
-from sargable.spark.reader import _REPORTS, _columns, _where, dataframe_for
+from sargable.spark.reader import _REPORTS, _columns, _where, dataframe_for, instant_columns
 from sargable.spark.scan import ScanPlan, ScanReport, _part, _text, _with_partition_stats
 from sargable.spark.schema import hive_type
 from sargable.stats import FileStats
@@ -54,6 +54,9 @@ DEFAULT_MAX_VALUES = 100_000
 
 IN_RESIDUAL_MAX = 1_000
 """A value set up to this size is applied by Spark as `column IN (...)`; a larger one as a broadcast semi-join."""
+
+_TOTALS: dict[tuple[str, int, int], tuple[int, int, int]] = {}
+_TOTALS_KEPT = 64
 
 _GET_CHUNK = DEFAULT_MAX_SCANS
 """Values per metastore query: the planner turns an IN list up to this size into gets."""
@@ -246,12 +249,22 @@ def _pick_partitions(
 
 
 def _totals(ms: Metastore, table: Table) -> tuple[int, int, int]:
-    """(partitions, files, bytes) of the whole table, reading each file entry's size only, not its statistics."""
+    """(partitions, files, bytes) of the whole table, reading each file entry's size only, not its statistics.
+
+    Kept per table version (every commit bumps it), so repeated reads of an unchanged table don't rescan it.
+    """
+    key = (ms.url, table.table_id, table.version)
+    found = _TOTALS.get(key)
+    if found is not None:
+        return found
     files = bytes_total = 0
     for _, value in ms.store.scan(FILES, *_range_of(table_prefix(table.table_id))):
         files += 1
         bytes_total += json.loads(value)["bytes"]
-    return ms.count_partitions(table.database, table.name), files, bytes_total
+    found = _TOTALS[key] = (ms.count_partitions(table.database, table.name), files, bytes_total)
+    while len(_TOTALS) > _TOTALS_KEPT:
+        _TOTALS.pop(next(iter(_TOTALS)))
+    return found
 
 
 def merge_key_sets(table: Table, keys: Sequence[KeySet]) -> dict[str, KeySet]:
@@ -273,12 +286,13 @@ def plan_pruned_scan(
     notes: Sequence[str] = (),
     pruning: Sequence[KeyPruning] = (),
     collect_ms: float = 0.0,
+    unusable_stats: Sequence[str] = (),
 ) -> ScanPlan:
     """Plan a scan of `table` for the rows where `expr` is TRUE and each key column holds one of its key set's values.
 
-    The static filter decomposes as in `plan_scan`; key sets on partition keys select partitions exactly (not
-    re-applied); key sets on data columns skip files and stay in the residual (a value set over `IN_RESIDUAL_MAX`
-    values stays as its range; `read` adds the exact semi-join).
+    The static filter decomposes as in `plan_scan` (not using the statistics of `unusable_stats` columns); key
+    sets on partition keys select partitions exactly (not re-applied); key sets on data columns skip files and stay
+    in the residual (a value set over `IN_RESIDUAL_MAX` values stays as its range; `read` adds the exact semi-join).
     """
     started = time.perf_counter()
     db, name = table.database, table.name
@@ -288,7 +302,8 @@ def plan_pruned_scan(
     merged = merge_key_sets(table, keys)
     partition_part = files_part = residual = None
     if expr is not None:
-        stats_columns = [*(n for n, _ in table.columns), *table.partition_key_names]
+        unusable = {c.lower() for c in unusable_stats}
+        stats_columns = [*(n for n, _ in table.columns if n.lower() not in unusable), *table.partition_key_names]
         parts = decompose(expr, partition_keys=table.partition_key_names, stats_columns=stats_columns)
         partition_part, files_part, residual = _part(parts.partition), _part(parts.files), _part(parts.residual)
     partitions_total, files_total, bytes_total = _totals(ms, table)
@@ -552,7 +567,12 @@ def _pruned(
                 semi.append((dim, dim_key.name, fact_key.name))
         collect_ms = (time.perf_counter() - started) * 1000.0
         all_notes = [*notes, *extra_notes]
-        plan = plan_pruned_scan(ms, tbl, expr, keys, notes=all_notes, pruning=pruning, collect_ms=collect_ms)
+        unusable = instant_columns(spark, tbl)
+        if unusable and expr is not None and {c.lower() for c in columns_of(expr)} & {c.lower() for c in unusable}:
+            all_notes.append(f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC")
+        plan = plan_pruned_scan(
+            ms, tbl, expr, keys, notes=all_notes, pruning=pruning, collect_ms=collect_ms, unusable_stats=unusable
+        )
     df = dataframe_for(spark, plan, spark_filters)
     if exact and plan.files:
         merged = merge_key_sets(plan.table, keys)

@@ -2,28 +2,38 @@
 
 The filter (text, a sargable `Expr`, or a pyspark `Column`) is bound to the table schema and decomposed; the
 metastore prunes partitions exactly, file statistics skip files, and Spark's native Parquet reader reads the
-surviving files with the table's schema (`basePath` set, so partition columns come from the folder names, typed
-as in the metastore). The residual is applied with `DataFrame.where`, so `df.explain()` shows it in Spark's plan.
+surviving files with the table's schema (partition columns come from the folder names, typed as in the
+metastore, not inferred). The residual is applied with `DataFrame.where`, so `df.explain()` shows it in Spark's plan.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sargable.errors import SargableError
-from sargable.expr import Expr, parse, render_sql
+from sargable.expr import Expr, columns_of, parse, render_sql
 from sargable.metastore import Metastore
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.columns import split_column
 from sargable.spark.datasource import ensure_registered
 from sargable.spark.files import normalize_location
 from sargable.spark.scan import ScanPlan, ScanReport, plan_scan
-from sargable.spark.schema import table_struct
+from sargable.spark.schema import ntz_columns, table_struct
 
 _REPORTS: weakref.WeakKeyDictionary[Any, ScanReport] = weakref.WeakKeyDictionary()
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+MANIFEST_MIN_FILES = 1000
+"""Scans of this many files or more hand Spark a manifest instead of the file paths."""
+_BLOCK_SIZE = 128 * 1024 * 1024
+_UTC_ZONES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "UCT", "Universal", "Zulu"})
 
 
 def _where(where: Any) -> tuple[Expr | None, list[Any], list[str]]:
@@ -41,6 +51,18 @@ def _where(where: Any) -> tuple[Expr | None, list[Any], list[str]]:
     raise SargableError(f"where must be filter text, a sargable Expr or a pyspark Column, got {type(where).__name__}")
 
 
+def instant_columns(spark: Any, table: Any) -> list[str]:
+    """Timestamp columns whose file statistics don't compare with this session's literals.
+
+    Spark's TIMESTAMP is an instant: the footers hold UTC values, but a literal in a filter is wall-clock time in
+    the session time zone. Unless that zone is UTC, file statistics of such columns are not used.
+    """
+    if str(spark.conf.get("spark.sql.session.timeZone")) in _UTC_ZONES:
+        return []
+    ntz = ntz_columns(table.properties)
+    return [name for name, dtype in table.columns if dtype.name == "timestamp" and name not in ntz]
+
+
 def _columns(columns: Sequence[str] | None, names: list[str]) -> list[str] | None:
     if columns is None:
         return None
@@ -53,21 +75,77 @@ def _columns(columns: Sequence[str] | None, names: list[str]) -> list[str] | Non
     return [by_lower[c.lower()] for c in columns]
 
 
+def _read_paths(spark: Any, struct: Any, location: str, paths: list[str]) -> Any:
+    """Spark's Parquet reader over explicit files; `basePath` makes the partition folders columns.
+
+    Spark checks and stats every path it is given; above its parallel-discovery threshold it would start a
+    listing job with a task per path, so the threshold is raised for this one call (the driver lists them).
+    """
+    conf = spark.conf
+    previous = conf.get(_LISTING_THRESHOLD)
+    conf.set(_LISTING_THRESHOLD, str(max(len(paths) + 1, int(previous))))
+    try:
+        return spark.read.schema(struct).option("basePath", location).parquet(*paths)
+    finally:
+        conf.set(_LISTING_THRESHOLD, previous)
+
+
+def _file_uri(path: str) -> str:
+    """A file's URI, its path percent-encoded (partition folders hold literal `%`, as in `region=a%2Fb`)."""
+    if "://" not in path:
+        return Path(path).as_uri()
+    scheme, authority_path = path.split("://", 1)
+    authority, slash, rest = authority_path.partition("/")
+    return f"{scheme}://{authority}{slash}{quote(rest, safe='/')}"
+
+
+@contextmanager
+def _manifest(files: Sequence[Any]) -> Iterator[str]:
+    """A temporary directory whose `_spark_metadata` log lists exactly `files` (deleted on exit).
+
+    Spark reads a directory with such a log (the format of its streaming file sink) through
+    `MetadataLogFileIndex`: the files come from the log, with no listing and no per-file existence check, and the
+    partition columns from their folder names. The index reads the log when the DataFrame is created.
+    """
+    directory = tempfile.mkdtemp(prefix="sargable-scan-")
+    try:
+        log = Path(directory, "_spark_metadata")
+        log.mkdir()
+        entries = [
+            json.dumps(
+                {
+                    "path": _file_uri(f.path),
+                    "size": f.size_bytes,
+                    "isDir": False,
+                    "modificationTime": 0,
+                    "blockReplication": 1,
+                    "blockSize": _BLOCK_SIZE,
+                    "action": "add",
+                }
+            )
+            for f in files
+        ]
+        (log / "0").write_text("\n".join(["v1", *entries]))
+        yield Path(directory).as_uri()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def dataframe_for(spark: Any, plan: ScanPlan, spark_filters: Sequence[Any] = ()) -> Any:
-    """The DataFrame of a planned scan: native Parquet over the surviving files, then the residual filters."""
+    """The DataFrame of a planned scan: native Parquet over the surviving files, then the residual filters.
+
+    Up to `MANIFEST_MIN_FILES` files are given to Spark as paths (`explain()` lists them); more go through a
+    manifest, which spares Spark a file-system call per file.
+    """
     struct = table_struct(plan.table)
-    if plan.files:
-        location = normalize_location(plan.table.location)
-        paths = [f.path for f in plan.files]
-        conf = spark.conf
-        previous = conf.get(_LISTING_THRESHOLD)
-        conf.set(_LISTING_THRESHOLD, str(max(len(paths) + 1, int(previous))))
-        try:
-            df = spark.read.schema(struct).option("basePath", location).parquet(*paths)
-        finally:
-            conf.set(_LISTING_THRESHOLD, previous)
-    else:
+    if not plan.files:
         df = spark.createDataFrame([], struct)
+    elif len(plan.files) < MANIFEST_MIN_FILES:
+        location = normalize_location(plan.table.location)
+        df = _read_paths(spark, struct, location, [f.path for f in plan.files])
+    else:
+        with _manifest(plan.files) as uri:
+            df = spark.read.schema(struct).parquet(uri)
     if plan.residual is not None:
         df = df.where(render_sql(plan.residual, "spark"))
     for column in spark_filters:
@@ -101,7 +179,10 @@ def read(
         ensure_registered(spark, ms)
         tbl = ms.get_table(db, name)
         selected = _columns(columns, [n for n, _ in tbl.schema])
-        plan = plan_scan(ms, tbl, expr, notes=notes)
+        unusable = instant_columns(spark, tbl)
+        if unusable and expr is not None and {c.lower() for c in columns_of(expr)} & {c.lower() for c in unusable}:
+            notes = [*notes, f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC"]
+        plan = plan_scan(ms, tbl, expr, notes=notes, unusable_stats=unusable)
     df = dataframe_for(spark, plan, spark_filters)
     if selected is not None:
         df = df.select(*[f"`{c}`" for c in selected])

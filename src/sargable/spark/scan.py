@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sargable.analyze import decompose
 from sargable.expr import TRUE, Expr, bind, columns_of, render
@@ -92,22 +94,63 @@ def _with_partition_stats(file: FileStats) -> FileStats:
     return dataclasses.replace(file, columns=columns)
 
 
+class TableListing(NamedTuple):
+    """Every file of a table at one version, its partition count and total bytes."""
+
+    files: tuple[FileStats, ...]
+    partitions: int
+    bytes: int
+
+
+_LISTINGS: OrderedDict[tuple[str, int, int], TableListing] = OrderedDict()
+_LISTINGS_LOCK = threading.Lock()
+CACHED_FILES_MAX = 100_000
+"""Most file entries the process keeps in its listing cache (whole tables, least recently used evicted first)."""
+
+
+def table_listing(ms: Metastore, table: Table) -> TableListing:
+    """The table's files and totals, cached per metastore URL, table id and version (every change bumps the version).
+
+    Table ids are never reused within a metastore; only replacing a metastore by a new one at the same URL while
+    this process runs could make an entry stale.
+    """
+    key = (ms.url, table.table_id, table.version)
+    with _LISTINGS_LOCK:
+        cached = _LISTINGS.get(key)
+        if cached is not None:
+            _LISTINGS.move_to_end(key)
+            return cached
+    with ms.snapshot():
+        current = ms.get_table(table.database, table.name)
+        files = tuple(ms.iter_files(table.database, table.name))
+        listing = TableListing(files, ms.count_partitions(table.database, table.name), sum(f.size_bytes for f in files))
+    if len(files) <= CACHED_FILES_MAX:
+        with _LISTINGS_LOCK:
+            _LISTINGS[(ms.url, current.table_id, current.version)] = listing
+            while sum(len(entry.files) for entry in _LISTINGS.values()) > CACHED_FILES_MAX:
+                _LISTINGS.popitem(last=False)
+    return listing
+
+
 def table_totals(ms: Metastore, table: Table) -> tuple[int, int, int]:
     """(partitions, files, bytes) of the whole table."""
-    files = bytes_total = 0
-    for file in ms.iter_files(table.database, table.name):
-        files += 1
-        bytes_total += file.size_bytes
-    return ms.count_partitions(table.database, table.name), files, bytes_total
+    listing = table_listing(ms, table)
+    return listing.partitions, len(listing.files), listing.bytes
 
 
 def plan_scan(
-    ms: Metastore, table: Table, expr: Expr | None, *, notes: Sequence[str] = (), bound: bool = False
+    ms: Metastore,
+    table: Table,
+    expr: Expr | None,
+    *,
+    notes: Sequence[str] = (),
+    bound: bool = False,
+    unusable_stats: Sequence[str] = (),
 ) -> ScanPlan:
     """Plan a scan of `table` for rows where `expr` is TRUE (None: every row).
 
     The partition part of the filter goes to the metastore (exact, not re-applied); the file part prunes files by
-    their statistics (inclusive, so it stays in the residual).
+    their statistics (inclusive, so it stays in the residual), except the statistics of `unusable_stats` columns.
     """
     started = time.perf_counter()
     db, name = table.database, table.name
@@ -118,16 +161,20 @@ def plan_scan(
     if expr is not None:
         # Partition keys count as statistics columns too: each file has one value of each, so the file part of an
         # OR across partition and data columns (`id < 10 or ds = '2024-01-01'`) can still skip files.
-        parts = decompose(expr, partition_keys=keys, stats_columns=[*(n for n, _ in table.columns), *keys])
+        unusable = {c.lower() for c in unusable_stats}
+        stats_columns = [n for n, _ in table.columns if n.lower() not in unusable]
+        parts = decompose(expr, partition_keys=keys, stats_columns=[*stats_columns, *keys])
         partition_part, files_part, residual = _part(parts.partition), _part(parts.files), _part(parts.residual)
-    partitions_total, files_total, bytes_total = table_totals(ms, table)
     if partition_part is None:
-        files = ms.list_files(db, name)
-        partitions_selected = partitions_total
+        listing = table_listing(ms, table)
+        files = list(listing.files)
+        partitions_total = partitions_selected = listing.partitions
+        files_total, bytes_total = len(files), listing.bytes
     else:
         partitions = ms.get_partitions_by_filter(db, name, partition_part)
         partitions_selected = len(partitions)
         files = ms.list_files(db, name, partitions) if partitions else []
+        partitions_total, files_total, bytes_total = table_totals(ms, table)
     if files_part is not None and files:
         if {c.lower() for c in columns_of(files_part)} & {k.lower() for k in keys}:
             files = [_with_partition_stats(f) for f in files]
