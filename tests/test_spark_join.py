@@ -7,6 +7,7 @@ Python by the dimension's key values (NULL keys never join).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import sys
@@ -464,8 +465,6 @@ def test_file_skipping_by_key_values_is_sound_and_tight(files: list[list[int | N
 
 def test_unusable_statistics_are_not_used_for_the_static_filter(tmp_path: Any) -> None:
     """Timestamp statistics that don't compare with the session's literals (non-UTC zone) skip no file."""
-    import datetime as dt
-
     ms = Metastore.open(f"sqlite:///{tmp_path / 'm.db'}", warehouse=tmp_path)
     ms.create_database("db")
     ms.create_table("db", "t", [("ts", "timestamp"), ("v", "bigint")], [("day", "int")])
