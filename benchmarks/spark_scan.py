@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--warehouse", default="./warehouse-bench")
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=max(Console().width, 140))
     root = Path(args.warehouse).resolve()
     root.mkdir(parents=True, exist_ok=True)
     spark = sgs.local_session("sargable-bench")
@@ -135,7 +135,7 @@ def main() -> None:
                 theirs(where, kind)
                 t_cached = _median_seconds(lambda w=where, k=kind: theirs(w, k), args.repeat)
             table.add_row(
-                f"{title}\n[dim]{where or '(no filter)'}[/dim]",
+                f"{title}: {where or '(no filter)'}",
                 f"{report.files_selected:,} / {report.files_total:,}",
                 f"{t_ours:.3f}",
                 f"{t_cold:.3f}",
