@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint fuzz soak bench clean
+.PHONY: demo cluster-demo test lint fuzz soak bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ $(VENV)/.installed-bench: pyproject.toml | $(PY)
 
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/sargable demo
+
+# The demo on a Spark standalone cluster of this machine (a master and two workers started from the pyspark package,
+# stopped by process group at the end) with a PostgreSQL metastore; the tables go to ./warehouse/cluster.
+cluster-demo: $(VENV)/.installed-test
+	bash scripts/postgres.sh run -- bash -c \
+	  '$(PY) -m sargable.spark.cluster demo --metastore "$$SARGABLE_TEST_POSTGRES_URL" --warehouse ./warehouse/cluster'
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -54,6 +60,37 @@ soak: $(VENV)/.installed-test
 	SARGABLE_SOAK=1 SARGABLE_SOAK_SECONDS=$(SOAK_SECONDS) SARGABLE_CRASH_ROUNDS=30 SARGABLE_SPARK_CRASH_ROUNDS=3 \
 	  bash scripts/postgres.sh run -- $(PY) -m pytest tests/soak tests/test_crash.py -q -s $(PYTEST_ARGS)
 	bash scripts/postgres.sh run -- $(PY) benchmarks/resource_bounds.py
+
+# Benchmarks and their plots: each benchmark prints its table (kept in benchmarks/results/*.txt) and the plotted ones
+# write JSON there too; benchmarks/plots.py then draws docs/img/*.png. The default sizes take about 10 minutes on
+# 2 cores (partition filtering at 10,000 and 100,000 partitions against deltalake, pyiceberg and brute force);
+# BENCH_SCALE=full runs the sizes docs/benchmarks.md reports (1,000,000 partitions on SQLite and PostgreSQL, Spark's
+# Hive metastore at 10,000, 20,000-partition Spark scans, TPC-DS SF1): an hour or more.
+BENCH_SCALE ?= quick
+BENCH_OUT ?= benchmarks/results
+BENCH_IMG ?= docs/img
+ifeq ($(BENCH_SCALE),full)
+BENCH_PF := bash scripts/postgres.sh run -- $(PY) benchmarks/partition_filter.py --sizes 10000,100000,1000000
+BENCH_SKIP_ARGS := --sample 100000
+else
+BENCH_PF := $(PY) benchmarks/partition_filter.py --sizes 10000,100000 --peers brute,pyiceberg,deltalake --postgres none
+BENCH_SKIP_ARGS := --sample 20000
+endif
+bench: $(VENV)/.installed-bench
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(PY) benchmarks/parse.py --repeat 3 --clock cpu --json $(BENCH_OUT)/parse.json \
+	  | tee $(BENCH_OUT)/parse.txt
+	set -o pipefail; $(PY) benchmarks/plan.py --json $(BENCH_OUT)/plan.json | tee $(BENCH_OUT)/plan.txt
+	set -o pipefail; $(PY) benchmarks/skipping.py $(BENCH_SKIP_ARGS) --json $(BENCH_OUT)/skipping.json \
+	  | tee $(BENCH_OUT)/skipping.txt
+	set -o pipefail; $(BENCH_PF) --json $(BENCH_OUT)/partition_filter.json | tee $(BENCH_OUT)/partition_filter.txt
+ifeq ($(BENCH_SCALE),full)
+	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/store.py | tee $(BENCH_OUT)/store.txt
+	set -o pipefail; $(PY) benchmarks/spark_scan.py --partitions 20000 --repeat 3 | tee $(BENCH_OUT)/spark_scan.txt
+	set -o pipefail; $(PY) benchmarks/tpcds.py --scale 1 --repeat 3 --json $(BENCH_OUT)/tpcds.json \
+	  | tee $(BENCH_OUT)/tpcds.txt
+endif
+	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -5,7 +5,7 @@ Table `(x bigint)` partitioned by `(ds date, hr int, country string)`; partition
 span 521 days, 1,000,000 span 5,209 days (~14 years). Default sizes: 10,000, 100,000 and 1,000,000 (`--sizes`).
 The date filters name days among the first 52, so they select the same partitions at every size.
 
-    bash scripts/postgres.sh run -- .venv/bin/python benchmarks/partition_filter.py [--sizes 10000,100000]
+    bash scripts/postgres.sh run -- .venv/bin/python benchmarks/partition_filter.py [--sizes 10000,100000] [--json F]
 
 What is timed (median of repeated runs: at least 3, at most 25, within `--budget` seconds per cell; a run slower
 than the budget runs once):
@@ -549,6 +549,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--postgres", default=os.environ.get("SARGABLE_TEST_POSTGRES_URL"), help="PostgreSQL URL")
     parser.add_argument("--budget", type=float, default=3.0, help="seconds of repeated runs per cell")
     parser.add_argument("--workdir", default=None, help="where tables are built (default: a temporary directory)")
+    parser.add_argument("--json", default=None, help="also write the results to this JSON file (plots.py)")
     parser.add_argument("--probe", choices=["build", "query"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -575,10 +576,32 @@ def main(argv: list[str] | None = None) -> None:
             results.append(run_size(size, args, peer_names, spark_sizes, workdir, postgres, rates))
             print_table(results[-1], systems_of(results[-1]), [p for p in peer_label_list(peer_names)])
             sys.stdout.flush()
+            if args.json:
+                write_json(Path(args.json), results)
         check_targets(results, peer_label_list(peer_names))
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def write_json(path: Path, results: list[SizeResult]) -> None:
+    """The results as JSON: per size, each (system, filter) cell's median and CPU milliseconds and its count."""
+    sizes = [
+        {
+            "size": r.size,
+            "expected": r.expected,
+            "cells": [
+                {"system": system, "filter": name, "ms": ms, "returned": returned, "cpu_ms": cpu_ms}
+                for (system, name), (ms, returned, cpu_ms) in r.cells.items()
+            ],
+            "status": r.status,
+            "notes": r.notes,
+        }
+        for r in results
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"benchmark": "partition_filter", "command": " ".join(sys.argv), "load_average": os.getloadavg()[0]}
+    path.write_text(json.dumps({**meta, "sizes": sizes}, indent=1))
 
 
 def peer_label_list(names: list[str]) -> list[str]:

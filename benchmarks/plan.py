@@ -1,7 +1,7 @@
 """Scan planner benchmark: planning time for the seed's examples and a 1,000-branch OR, key filters on raw key
 bytes against decode-then-evaluate, and executing plans over a SQLite store.
 
-Run: .venv/bin/python benchmarks/plan.py [--keys 100000]
+Run: .venv/bin/python benchmarks/plan.py [--keys 100000] [--json FILE]
 Targets (issue 4): each seed example plans in under 1 ms, the 1,000-branch OR in under 50 ms.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import statistics
 import tempfile
 import time
@@ -57,7 +58,12 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return min(samples), statistics.median(samples)
 
 
+TABLES: list[dict[str, object]] = []
+"""Every table printed, for `--json`."""
+
+
 def table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    TABLES.append({"title": title, "header": header, "rows": [[str(x) for x in row] for row in rows]})
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
     print(f"\n{title}")
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
@@ -178,11 +184,15 @@ def bench_execution(count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=100_000, help="keys for the key-filter and execution sections")
+    parser.add_argument("--json", default=None, help="also write the tables to this JSON file")
     args = parser.parse_args()
     bench_seed_examples()
     bench_wide_or()
     bench_key_filters(args.keys)
     bench_execution(args.keys)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"benchmark": "plan", "keys": args.keys, "tables": TABLES}, indent=1))
 
 
 if __name__ == "__main__":

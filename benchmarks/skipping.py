@@ -1,7 +1,7 @@
 """Data skipping over 1,000,000 files' statistics: vectorized `select_files`, the row-at-a-time `may_match` loop,
 and pyiceberg's inclusive metrics evaluator on the same statistics, in one run.
 
-    .venv/bin/python benchmarks/skipping.py [--files 1000000] [--sample 100000]
+    .venv/bin/python benchmarks/skipping.py [--files 1000000] [--sample 100000] [--tightness-files 2000] [--json F]
 
 Statistics are random but shaped like a real table: a date column sorted by file (1000 days; a file covers one
 day, sometimes two), a bigint with random ranges and some NULLs, sorted strings, doubles, and a low-cardinality
@@ -20,14 +20,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 import sargable as sg
+from sargable.parquet_stats import stats_from_arrow
 from sargable.skipping.table import stats_struct_type
 
 SCHEMA = [("ds", "date"), ("x", "bigint"), ("s", "string"), ("d", "double"), ("country", "string")]
@@ -35,6 +40,10 @@ PREDICATE = (
     "ds BETWEEN '2026-06-01' AND '2026-06-30' AND x > 500000000 "
     "AND (s LIKE 'user_0009%' OR d < 0.25) AND country IN ('US', 'FR')"
 )
+TIGHTNESS_PREFIX = "user0003"
+TIGHTNESS_PREDICATE = PREDICATE.replace("user_0009", TIGHTNESS_PREFIX)
+"""The predicate of the tightness run: its LIKE prefix has no `_` (a LIKE wildcard that pyiceberg's StartsWith
+would take literally), so pyiceberg's translation is the same predicate."""
 COUNTRIES = [
     "US",
     "FR",
@@ -133,6 +142,25 @@ def best_of(repeat: int, run: Callable[[], Any]) -> tuple[float, Any]:
 
 def pyiceberg_loop(sampled: pa.Table) -> tuple[float, int] | None:
     """pyiceberg's `_InclusiveMetricsEvaluator` over the sampled files (seconds, files kept)."""
+    prepared = _pyiceberg_prepared(sampled)
+    if prepared is None:
+        return None
+    evaluator, data_files = prepared
+    return best_of(1, lambda: sum(1 for f in data_files if evaluator.eval(f)))
+
+
+def pyiceberg_kept(sampled: pa.Table, prefix: str) -> list[bool] | None:
+    """Which of the files pyiceberg's evaluator keeps (None when pyiceberg is not installed)."""
+    prepared = _pyiceberg_prepared(sampled, prefix)
+    if prepared is None:
+        return None
+    evaluator, data_files = prepared
+    return [bool(evaluator.eval(f)) for f in data_files]
+
+
+def _pyiceberg_prepared(sampled: pa.Table, prefix: str = "user_0009") -> tuple[Any, list[Any]] | None:
+    """pyiceberg's evaluator of the predicate (`StartsWith(s, prefix)` for the LIKE) and a DataFile per statistics
+    row (None without pyiceberg)."""
     try:
         from pyiceberg.conversions import to_bytes
         from pyiceberg.expressions import (
@@ -191,12 +219,10 @@ def pyiceberg_loop(sampled: pa.Table) -> tuple[float, int] | None:
     expr = And(
         And(GreaterThanOrEqual("ds", "2026-06-01"), LessThanOrEqual("ds", "2026-06-30")),
         GreaterThan("x", 500_000_000),
-        Or(StartsWith("s", "user_0009"), LessThan("d", 0.25)),
+        Or(StartsWith("s", prefix), LessThan("d", 0.25)),
         In("country", {"US", "FR"}),
     )
-    evaluator = _InclusiveMetricsEvaluator(schema, expr)
-    seconds, kept = best_of(1, lambda: sum(1 for f in data_files if evaluator.eval(f)))
-    return seconds, kept
+    return _InclusiveMetricsEvaluator(schema, expr), data_files
 
 
 def _iceberg_value(value: Any) -> Any:
@@ -209,6 +235,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--sample", type=int, default=100_000)
+    parser.add_argument("--tightness-files", type=int, default=2_000, help="files of real rows for tightness")
+    parser.add_argument("--rows-per-file", type=int, default=100)
+    parser.add_argument("--json", default=None, help="also write the results to this JSON file (plots.py)")
     args = parser.parse_args()
     pool = pa.default_memory_pool()
 
@@ -278,6 +307,90 @@ def main() -> None:
         f"targets: select_files <= 200 ms -> {'met' if select_seconds <= 0.2 else 'MISSED'}; "
         f"statistics <= 500 MiB -> {'met' if held <= 500 * 2**20 else 'MISSED'}"
     )
+    tight = tightness(args.tightness_files, args.rows_per_file)
+    print(
+        f"\ntightness ({TIGHTNESS_PREDICATE}): {tight['files']:,} files of {tight['rows_per_file']} real rows; "
+        f"{tight['files_with_match']:,} hold a matching row, {tight['files_without_match']:,} do not"
+    )
+    for label, method in tight["methods"].items():
+        share = method["skipped_without_match"] / max(1, tight["files_without_match"])
+        print(f"  {label:<34} keeps {method['kept']:>6,}   skips {share:6.1%} of the files without a match")
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        timing = [{"method": name, "seconds": seconds, "note": note} for name, seconds, note in rows]
+        out.write_text(
+            json.dumps(
+                {
+                    "benchmark": "skipping",
+                    "command": " ".join(sys.argv),
+                    "files": args.files,
+                    "sample": sample,
+                    "predicate": PREDICATE,
+                    "kept": kept,
+                    "sample_kept": {"sargable": loop_kept, "pyiceberg": iceberg[1] if iceberg else None},
+                    "timing": timing,
+                    "tightness": tight,
+                },
+                indent=1,
+            )
+        )
+
+
+def tightness_rows(files: int, rows_per_file: int, seed: int = 7) -> pa.Table:
+    """Real rows for `files` files shaped like the statistics above, over the 60 days around June 2026 (so the
+    date leaf alone does not decide most files): a file holds one day, a 1e7-wide band of x, 50 consecutive
+    user ids (`user00012345`: no `_`, which LIKE reads as a wildcard), a 0.1-wide band of d and one to three
+    countries."""
+    rng = random.Random(seed)
+    columns: dict[str, list[Any]] = {"file": [], "ds": [], "x": [], "s": [], "d": [], "country": []}
+    first = dt.date(2026, 5, 17)
+    for i in range(files):
+        x_lo, d_lo = rng.randrange(10**9), rng.random()
+        countries = rng.sample(COUNTRIES[:6], rng.randint(1, 3))
+        for _ in range(rows_per_file):
+            columns["file"].append(i)
+            columns["ds"].append(first + dt.timedelta(days=60 * i // files))
+            columns["x"].append(None if rng.random() < 0.01 else x_lo + rng.randrange(10**7))
+            columns["s"].append(f"user{50 * i + rng.randrange(50):08d}")
+            columns["d"].append(d_lo + 0.1 * rng.random())
+            columns["country"].append(rng.choice(countries))
+    types = {"file": pa.int64(), "ds": pa.date32(), "x": pa.int64(), "s": pa.string(), "d": pa.float64()}
+    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()})
+
+
+def tightness(files: int, rows_per_file: int) -> dict[str, Any]:
+    """Skipping tightness on real rows: of the files holding no matching row (DuckDB decides, row by row), how many
+    each method skips, from the same files' statistics. Never skipping a file that holds a match is checked."""
+    import duckdb
+
+    rows = tightness_rows(files, rows_per_file)
+    matching = {r[0] for r in duckdb.sql(f"SELECT DISTINCT file FROM rows WHERE {TIGHTNESS_PREDICATE}").fetchall()}
+    stats: dict[str, list[sg.FileStats]] = {"min/max": [], "min/max + value sets": []}
+    for i in range(files):
+        part = rows.slice(i * rows_per_file, rows_per_file).drop_columns(["file"])
+        stats["min/max"].append(stats_from_arrow(part, f"f{i}", schema=SCHEMA, max_distinct=0))
+        stats["min/max + value sets"].append(stats_from_arrow(part, f"f{i}", schema=SCHEMA))
+    kept: dict[str, list[bool]] = {}
+    for label, per_file in stats.items():
+        mask = sg.FileStatsTable.from_files(per_file, SCHEMA).may_match(TIGHTNESS_PREDICATE)
+        kept[f"sargable, {label}"] = [bool(v) for v in mask.to_pylist()]
+    iceberg = pyiceberg_kept(sg.FileStatsTable.from_files(stats["min/max"], SCHEMA).table, TIGHTNESS_PREFIX)
+    if iceberg is not None:
+        kept["pyiceberg, min/max"] = iceberg
+    methods = {}
+    for label, flags in kept.items():
+        unsound = [i for i in matching if not flags[i]]
+        assert not unsound, f"{label} skipped files holding a matching row: {unsound[:5]}"
+        methods[label] = {"kept": sum(flags), "skipped_without_match": sum(1 for f in flags if not f)}
+    return {
+        "predicate": TIGHTNESS_PREDICATE,
+        "files": files,
+        "rows_per_file": rows_per_file,
+        "files_with_match": len(matching),
+        "files_without_match": files - len(matching),
+        "methods": methods,
+    }
 
 
 def _files_of(arrow_table: pa.Table) -> list[sg.FileStats]:

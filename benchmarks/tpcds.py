@@ -238,7 +238,7 @@ def _load(spark: Any, ms: Any, data: Path, console: Any) -> None:
     for name in DIMENSIONS:
         spark.read.parquet(str(data / f"{name}.parquet")).createOrReplaceTempView(name)
     try:
-        if ms.list_files("tpcds", "store_sales"):
+        if ms.table_stats("tpcds", "store_sales").files:
             return
         ms.drop_table("tpcds", "store_sales")
     except NoSuchObjectError:
@@ -301,8 +301,7 @@ def _benchmark(args: argparse.Namespace, numbers: list[int]) -> None:
     with Metastore.open(f"sqlite:///{root / 'metastore.db'}", warehouse=root / "warehouse") as ms:
         _load(spark, ms, data, console)
         location = ms.get_table("tpcds", "store_sales").location
-        partitions_total = ms.count_partitions("tpcds", "store_sales")
-        files_total = len(ms.list_files("tpcds", "store_sales"))
+        partitions_total, files_total, _, _ = ms.table_stats("tpcds", "store_sales")
         texts = {q: (data / "queries" / f"q{q}.sql").read_text() for q in numbers}
         answers = {
             q: [tuple(r.values()) for r in pq.read_table(data / "answers" / f"q{q}.parquet").to_pylist()]

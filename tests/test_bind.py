@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -313,3 +314,36 @@ def test_a_value_of_the_column_type_binds_to_itself(data: st.DataObject) -> None
     coerced = coerce_literal(lit(value), dtype)
     assert coerced.value == value or (value != value and coerced.value != coerced.value)
     assert type(coerced.value) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name"),
+    [
+        (Decimal(0), "date"),
+        (dt.datetime(2024, 1, 1), "date"),
+        (dt.date(2024, 1, 1), "timestamp"),
+        ("2024-01-01", "date"),
+        (True, "int"),
+        (1.5, "decimal(5,2)"),
+        (3, "string"),
+        ("yes", "boolean"),
+        (0, "null"),
+    ],
+)
+def test_a_literal_whose_value_does_not_match_its_type_is_a_bind_error(value: Any, type_name: str) -> None:
+    dtype = DataType("null") if type_name == "null" else parse_type(type_name)
+    wrong = Literal(value, dtype)
+    for expr in (Comparison("=", col("ds"), wrong), In(col("ds"), (wrong,)), Comparison("=", wrong, lit(1))):
+        with pytest.raises(BindError, match=rf"literal {re.escape(repr(value))} .*declared as {re.escape(type_name)}"):
+            bind(expr, SCHEMA)
+    with pytest.raises(BindError, match="not a DataType"):
+        bind(Comparison("=", col("ds"), Literal(dt.date(2024, 1, 1), "date")), SCHEMA)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200)
+@given(st.data())
+def test_a_literal_of_any_value_of_its_type_binds(data: st.DataObject) -> None:
+    dtype = data.draw(data_types())
+    value = data.draw(values(dtype))
+    bound = bind(Comparison("=", Literal(value, dtype), Column("x")), [("x", dtype)])
+    assert isinstance(bound, Comparison) and isinstance(bound.left, Literal)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import io
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sargable as sg
 from sargable.cli import main, parse_schema
@@ -74,3 +81,235 @@ def test_parse_schema_keeps_parenthesized_commas() -> None:
         ("a", "decimal(10,2)"),
         ("b", "varchar(3)"),
     ]
+
+
+# -- create-table, add-partitions, vacuum, bench: JSON checked against the metastore's own API ------------------
+
+
+@pytest.fixture
+def metastore_url(tmp_path, monkeypatch) -> str:
+    """A fresh SQLite metastore holding sales.events (ds date, hr int; index on hr), tables under tmp_path."""
+    monkeypatch.setenv("SARGABLE_WAREHOUSE", str(tmp_path / "warehouse"))
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with Metastore.open(url) as ms:
+        ms.create_database("sales")
+        ms.create_table("sales", "events", [("amount", "double")], [("ds", "date"), ("hr", "int")])
+        ms.create_index("sales", "events", "hr")
+    return url
+
+
+def test_create_table_json_matches_the_metastore(capsys, tmp_path, metastore_url) -> None:
+    code, out, err = run(
+        capsys,
+        *("--metastore", metastore_url, "create-table", "web.clicks", "--columns", "user_id bigint, url string"),
+        *("--partition-keys", "ds date, country string, price decimal(10,2)", "--index", "country", "--json"),
+    )
+    assert code == 0, err
+    row = json.loads(out)
+    with Metastore.open(metastore_url) as ms:
+        table = ms.get_table("web", "clicks")
+        tables = ms.list_tables()
+    assert "web.clicks" in tables and row["table"] == table.qualified_name
+    assert [(n, str(t)) for n, t in table.partition_keys] == [
+        ("ds", "date"),
+        ("country", "string"),
+        ("price", "decimal(10,2)"),
+    ]
+    assert [(n, str(t)) for n, t in table.columns] == [("user_id", "bigint"), ("url", "string")]
+    assert row["indexes"] == "country" and table.indexes == ("country",)
+    assert row["location"] == table.location and table.location.startswith(str(tmp_path / "warehouse"))
+    assert run(capsys, "--metastore", metastore_url, "create-table", "web.clicks")[0] == 1
+    code, _, _ = run(capsys, "--metastore", metastore_url, "create-table", "web.clicks", "--if-not-exists")
+    assert code == 0
+
+
+def test_tables_json_counts_are_the_metastores(capsys, metastore_url) -> None:
+    with Metastore.open(metastore_url) as ms:
+        ms.add_partitions("sales", "events", [{"ds": "2024-01-01", "hr": h} for h in range(7)])
+        totals = ms.table_stats("sales", "events")
+    code, out, _ = run(capsys, "--metastore", metastore_url, "tables", "sales", "--json")
+    (row,) = json.loads(out)
+    assert code == 0
+    assert (row["partitions"], row["files"], row["bytes"], row["rows"]) == tuple(totals) == (7, 0, 0, 0)
+    assert row["indexes"] == "hr"
+
+
+def _names(url: str) -> list[str]:
+    with Metastore.open(url) as ms:
+        return ms.list_partition_names("sales", "events")
+
+
+@settings(max_examples=20)
+@given(
+    specs=st.sets(st.tuples(st.dates(dt.date(1999, 12, 30), dt.date(2000, 1, 3)), st.integers(0, 23)), max_size=30),
+    batch=st.integers(1, 7),
+    names=st.booleans(),
+    data=st.data(),
+)
+def test_add_partitions_adds_exactly_the_rows(specs, batch, names, data) -> None:
+    """Any set of partitions, in any order, as CSV or as names, in any batch size: the metastore then lists exactly
+    them (Hive names built here by hand, sorted by Python's own ordering of the typed values)."""
+    rows = data.draw(st.permutations(sorted(specs)))
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/m.db"
+        with Metastore.open(url, warehouse=tmp) as ms:
+            ms.create_database("sales")
+            ms.create_table("sales", "events", [("amount", "double")], [("ds", "date"), ("hr", "int")])
+        source = Path(tmp) / "in.txt"
+        lines = [f"ds={d}/hr={h}" for d, h in rows] if names else ["hr,ds", *(f"{h},{d}" for d, h in rows)]
+        source.write_text("\n".join(lines) + "\n")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(
+                [
+                    "--metastore",
+                    url,
+                    "add-partitions",
+                    "sales.events",
+                    str(source),
+                    "--json",
+                    "--batch-size",
+                    str(batch),
+                ]
+            )
+        assert code == 0
+        result = json.loads(out.getvalue())
+        assert result["read"] == result["added"] == result["partitions"] == len(specs)
+        assert result["batches"] == -(-len(specs) // batch)
+        assert _names(url) == [f"ds={d}/hr={h}" for d, h in sorted(specs)]
+
+
+def test_add_partitions_batches_nulls_and_locations(capsys, tmp_path, metastore_url) -> None:
+    source = tmp_path / "parts.csv"
+    source.write_text(
+        "ds,hr,location\n2024-01-01,1,\n2024-01-01,,\n2024-01-02,5,/elsewhere/p5\n2024-01-02,6,\n2024-01-03,0,\n"
+    )
+    code, out, err = run(
+        capsys,
+        "--metastore",
+        metastore_url,
+        "add-partitions",
+        "sales.events",
+        str(source),
+        "--batch-size",
+        "2",
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(out) == {"table": "sales.events", "read": 5, "added": 5, "batches": 3, "partitions": 5}
+    with Metastore.open(metastore_url) as ms:
+        parts = {p.name: p for p in ms.iter_partitions("sales", "events")}
+        nulls = ms.get_partitions_by_filter("sales", "events", "hr is null")
+    assert parts["ds=2024-01-02/hr=5"].location == "/elsewhere/p5"
+    assert parts["ds=2024-01-02/hr=6"].location.endswith("/events/ds=2024-01-02/hr=6")
+    assert [p.values for p in nulls] == [(dt.date(2024, 1, 1), None)]
+
+
+def test_add_partitions_validates_every_line_before_writing(capsys, tmp_path, metastore_url) -> None:
+    source = tmp_path / "parts.csv"
+    source.write_text("ds,hr\n2024-01-01,1\n2024-01-01,2\n2024-01-01,x\n")
+    code, out, err = run(capsys, "--metastore", metastore_url, "add-partitions", "sales.events", str(source))
+    assert code == 1 and out == ""
+    assert err.startswith("error: line 4: ") and len(err.splitlines()) == 1
+    assert _names(metastore_url) == []
+    source.write_text("ds,hour\n2024-01-01,1\n")
+    code, _, err = run(capsys, "--metastore", metastore_url, "add-partitions", "sales.events", str(source))
+    assert code == 1 and "header" in err
+
+
+def test_add_partitions_resumes_with_if_not_exists(capsys, tmp_path, metastore_url) -> None:
+    with Metastore.open(metastore_url) as ms:
+        ms.add_partitions("sales", "events", [{"ds": "2024-01-01", "hr": 3}])
+    source = tmp_path / "names.txt"
+    source.write_text("".join(f"ds=2024-01-01/hr={h}\n" for h in range(6)))
+    argv = ["--metastore", metastore_url, "add-partitions", "sales.events", str(source), "--batch-size", "2"]
+    code, _, err = run(capsys, *argv)
+    assert code == 1 and "lines 3-4" in err and "--if-not-exists" in err and len(err.splitlines()) == 1
+    assert _names(metastore_url) == ["ds=2024-01-01/hr=0", "ds=2024-01-01/hr=1", "ds=2024-01-01/hr=3"]
+    code, out, _ = run(capsys, *argv, "--if-not-exists", "--json")
+    assert code == 0 and json.loads(out)["added"] == 3
+    assert _names(metastore_url) == [f"ds=2024-01-01/hr={h}" for h in range(6)]
+
+
+def test_vacuum_lists_and_deletes_only_unreferenced_files(capsys, tmp_path, metastore_url) -> None:
+    with Metastore.open(metastore_url) as ms:
+        location = Path(ms.get_table("sales", "events").location)
+        kept = location / "ds=2024-01-01" / "hr=1" / "part-0.parquet"
+        stray = location / "ds=2024-01-01" / "hr=2" / "part-9.parquet"
+        for path in (kept, stray):
+            path.parent.mkdir(parents=True)
+            path.write_bytes(b"PAR1")
+        ms.add_files("sales", "events", [sg.FileStats(str(kept), 1, 4, partition={"ds": "2024-01-01", "hr": 1})])
+    base = ["--metastore", metastore_url, "vacuum", "sales.events"]
+    code, out, _ = run(capsys, *base, "--json")
+    assert code == 0 and json.loads(out)["files"] == []  # younger than the default hour
+    code, out, _ = run(capsys, *base, "--older-than", "0", "--json")
+    assert code == 0 and json.loads(out) == {
+        "table": "sales.events",
+        "deleted": False,
+        "older_than": 0.0,
+        "files": [str(stray)],
+    }
+    assert stray.exists()
+    code, out, _ = run(capsys, *base, "--older-than", "0", "--delete", "--json")
+    assert code == 0 and json.loads(out)["files"] == [str(stray)]
+    assert not stray.exists() and kept.exists()
+    code, out, _ = run(capsys, *base, "--older-than", "0")
+    assert code == 0 and "no unreferenced files" in out
+
+
+def test_bench_agrees_with_brute_force(capsys) -> None:
+    code, out, err = run(capsys, "bench", "--partitions", "5000", "--budget", "0", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    returned = {f["filter"]: f["returned"] for f in data["filters"]}
+    assert data["partitions"] == 5000 and returned["no filter"] == 5000 and returned["one partition"] == 1
+    assert returned["one day"] == 24 * 8 and returned["7-day range"] == 7 * 24 * 8
+    assert all(f["agrees"] for f in data["filters"] if f["expression"] is not None)
+    assert all(f["sargable_ms"] > 0 for f in data["filters"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["nosuch"], "invalid choice"),
+        (["partitions"], "required: table"),
+        (["tables", "--bogus"], "unrecognized arguments"),
+        (["vacuum", "sales.events", "--older-than", "-5"], "non-negative"),
+        (["bench", "--partitions", "many"], "invalid int"),
+    ],
+)
+def test_bad_command_lines_exit_2_with_one_line(capsys, argv, fragment) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and fragment in err and len(err.splitlines()) == 1
+
+
+def test_missing_metastore_is_an_error_and_is_not_created(capsys, tmp_path) -> None:
+    path = tmp_path / "nowhere" / "m.db"
+    for argv in (["tables"], ["partitions", "a.b"], ["explain", "a.b", "x = 1"], ["vacuum", "a.b"]):
+        code, out, err = run(capsys, "--metastore", f"sqlite:///{path}", *argv)
+        assert code == 1 and out == "" and err.startswith("error: no metastore at ")
+    assert not path.parent.exists()
+
+
+def test_help_exits_0(capsys) -> None:
+    code, out, _ = run(capsys, "add-partitions", "--help")
+    assert code == 0 and "--batch-size" in out
+
+
+def test_unknown_table_and_bad_limit_exit_1(capsys, metastore_url) -> None:
+    for argv in (["partitions", "sales.nosuch"], ["add-partitions", "sales.nosuch", "-"], ["vacuum", "sales.nosuch"]):
+        code, _, err = run(capsys, "--metastore", metastore_url, *argv)
+        assert code == 1 and "nosuch" in err and len(err.splitlines()) == 1
+    code, _, err = run(capsys, "--metastore", metastore_url, "partitions", "sales.events", "--limit", "-1")
+    assert code == 1 and "--limit" in err
+
+
+def test_store_errors_are_one_line(capsys, tmp_path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("not a database\n" * 10)
+    for url in (f"sqlite:///{garbage}", "postgresql://nobody@127.0.0.1:1/x", "mysql://x"):
+        code, out, err = run(capsys, "--metastore", url, "tables")
+        assert code == 1 and out == ""
+        assert err.startswith("error: ") and len(err.splitlines()) == 1, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import pickle
 from decimal import Decimal
 from fractions import Fraction
 
@@ -358,3 +359,69 @@ def test_decode_accepts_only_canonical_keys(types, data):
     except KeyEncodingError:
         return
     assert keys.encode(values, types) == data
+
+
+# --- the schema-specialised decoder against a field-by-field reference ----------------------------------------
+
+
+def reference_decode(key: bytes, types: list[str]) -> tuple:
+    """Decode without the specialised decoder: each field located by `field_slice`, decoded by `decode_field`."""
+    return tuple(keys.decode_field(keys.field_slice(key, types, i), t) for i, t in enumerate(types))
+
+
+def outcome(decode, key):
+    """What a decoder makes of a key: ('ok', repr of the values: exact types, scales and NaN) or ('error',)."""
+    try:
+        return ("ok", repr(decode(key)))
+    except KeyEncodingError:
+        return ("error",)
+
+
+_FIELD_EXTREMES = {
+    "string": st.sampled_from(["", "\x00", "\x01", "\x01\x01\x02", "\xff", "a\x00\x01b", "\U0010ffff"]),
+    "int": st.sampled_from(INTEGER_RANGES["int"]),
+    "bigint": st.sampled_from(INTEGER_RANGES["bigint"]),
+    "double": st.sampled_from([math.inf, -math.inf, math.nan, -0.0, 5e-324, -5e-324]),
+    "float": st.sampled_from([math.inf, -math.inf, math.nan, -0.0]),
+}
+
+
+@st.composite
+def decode_cases(draw):
+    types = draw(st.lists(st.sampled_from(TYPES), min_size=0, max_size=6))
+    fields = [values_of(t) | _FIELD_EXTREMES.get(t, st.nothing()) for t in types]
+    row = draw(st.tuples(*fields))
+    return types, row
+
+
+@settings(max_examples=400)
+@given(decode_cases(), st.data())
+def test_specialised_decode_equals_the_reference_on_keys_and_corrupted_keys(case, data):
+    types, row = case
+    codec = keys.TupleCodec(types)
+    key = codec.encode(row)
+    assert repr(codec.decode(key)) == repr(reference_decode(key, types)) == repr(codec.decode_checked(key))
+    assert all(same(a, b) for a, b in zip(codec.decode(key), row, strict=True))
+    assert repr(codec.decode(bytearray(key))) == repr(codec.decode(memoryview(key))) == repr(codec.decode(key))
+    assert repr(pickle.loads(pickle.dumps(codec)).decode(key)) == repr(codec.decode(key))
+    position = data.draw(st.integers(0, len(key)))
+    byte = data.draw(st.sampled_from([0x00, 0x01, 0x02, 0x7F, 0xFE, 0xFF]))
+    for corrupted in (
+        key[:position] + bytes([byte]) + key[position + 1 :],
+        key[:position] + bytes([byte]) + key[position:],
+        key[:position],
+        key + b"\xff",
+    ):
+        assert outcome(codec.decode, corrupted) == outcome(codec.decode_checked, corrupted), corrupted.hex()
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(st.sampled_from([*RANGE_TYPES, "smallint", "decimal(38,38)", "varchar(10)"]), max_size=4),
+    st.binary(max_size=40) | st.lists(st.sampled_from([0, 1, 2, 0x41, 0xFE, 0xFF]), max_size=40).map(bytes),
+)
+def test_specialised_decode_agrees_with_the_reference_on_arbitrary_bytes(types, data):
+    codec = keys.TupleCodec(types)
+    assert outcome(codec.decode, data) == outcome(codec.decode_checked, data)
+    for start in range(len(data) + 1):
+        assert outcome(codec.decode, data[start:]) == outcome(codec.decode_checked, data[start:])

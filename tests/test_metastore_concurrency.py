@@ -220,6 +220,13 @@ def test_concurrent_commits_are_atomic_and_none_is_lost(url: str) -> None:
         assert sides["a"] == acked
         assert version == initial + len(acked)
         assert ms.count_partitions(DB, TABLE) == FILLERS + 2 * len(acked)
+        stats = ms.table_stats(DB, TABLE)
+        assert stats == (
+            FILLERS + 2 * len(acked),
+            len(files),
+            sum(f.size_bytes for f in files),
+            sum(f.row_count for f in files),
+        )
         assert len(list(ms.store.scan("pindex"))) == 2 * (FILLERS + 2 * len(acked))
         for w in range(WRITERS):
             by_index = {p.values for p in ms.get_partitions_by_filter(DB, TABLE, f"w = {w}")}

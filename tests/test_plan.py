@@ -30,7 +30,7 @@ from sargable.plan import (
     plan_filter,
 )
 from sargable.types import INT, parse_type
-from strategies import PARTITION_KEY_TYPES, pools_of, predicates, rows, schemas, tables
+from strategies import PARTITION_KEY_TYPES, pools_of, predicates, rows, schemas, tables, values
 
 P1 = [("p1", "int")]
 P2 = [("p1", "int"), ("c1", "int")]
@@ -540,3 +540,45 @@ def test_gets_are_exact_rows(data):
     built = plan_filter(predicate, schema)
     assert [s.is_get for s in built.scans] == [True]
     assert built.scans[0].start.values == tuple(row[n] for n, _ in schema)  # type: ignore[union-attr]
+
+
+# --- wide ORs of points: set lookups instead of one test per branch ---------------------------------------------
+
+
+@st.composite
+def or_of_points(draw):
+    """(schema, table, predicate): an OR of point branches (column = value / IS NULL on some or all key columns,
+    values from the table or anywhere), repeated branches, IN lists and a few arbitrary branches."""
+    schema = draw(schemas(types=KEY_TYPES, max_size=3))
+    table = draw(tables(schema, min_size=1, max_size=20))
+    names = [n for n, _ in schema]
+    branches = []
+    for _ in range(draw(st.integers(2, 30))):
+        kind = draw(st.sampled_from(["point", "point", "point", "repeat", "in", "other"]))
+        if kind == "repeat" and branches:
+            branches.append(draw(st.sampled_from(branches)))
+        elif kind == "in":
+            name, dtype = draw(st.sampled_from(schema))
+            members = draw(st.lists(st.sampled_from([r[name] for r in table]) | values(dtype), min_size=1, max_size=4))
+            branches.append(Column(name).isin(*members))
+        elif kind == "other":
+            branches.append(draw(predicates(schema, pools=pools_of(schema, table), max_leaves=2, bound=False)))
+        else:
+            fixed = draw(st.lists(st.sampled_from(names), min_size=1, unique=True)) if draw(st.booleans()) else names
+            row = draw(st.sampled_from(table) | rows(schema))
+            leaves = [Column(n).is_null() if row[n] is None else Column(n).eq(row[n]) for n in fixed]
+            branches.append(sg.and_(*leaves))
+    return schema, table, sg.bind(Or(tuple(branches)), schema)
+
+
+@settings(max_examples=150)
+@given(or_of_points(), st.sampled_from([b"", b"\xff"]), st.sampled_from([1, 2, 1000]))
+def test_wide_or_of_points_agrees_with_evaluate(case, prefix, max_scans):
+    schema, table, predicate = case
+    test = compile_key_filter(to_nnf(predicate), schema, offset=len(prefix))
+    types = [parse_type(t) for _, t in schema]
+    for row in table:
+        key = prefix + keys.encode([row[n] for n, _ in schema], types)
+        assert test(key) == (evaluate(predicate, row) is True), (str(predicate), row)
+    got, expected, built = matching(predicate, schema, table, prefix=prefix, max_scans=max_scans)
+    assert got == expected, str(built)

@@ -176,6 +176,14 @@ def test_multi_get_in_batches_returns_found_keys(store: Store):
     assert store.multi_get("main", []) == {}
 
 
+def test_multi_get_of_every_chunk_shape_returns_exactly_the_found_keys(store: Store):
+    store.put_many("main", [(k(i), b"%d" % i) for i in range(0, 600, 3)])
+    for count in (1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 513):
+        wanted = [k(i) for i in range(count)]
+        assert store.multi_get("main", wanted) == {k(i): b"%d" % i for i in range(0, count, 3)}
+        assert store.multi_get("main", [*wanted[::-1], *wanted]) == {k(i): b"%d" % i for i in range(0, count, 3)}
+
+
 def test_put_many_last_value_wins(store: Store):
     assert store.put_many("main", [(b"a", b"1"), (b"b", b"2"), (b"a", b"3")]) == 2
     assert store.multi_get("main", [b"a", b"b"]) == {b"a": b"3", b"b": b"2"}

@@ -56,7 +56,7 @@ from sargable.expr import (
     to_nnf,
     to_sarg,
 )
-from sargable.metastore import Metastore, Partition, Table
+from sargable.metastore import Metastore, Partition, Table, TableStats
 from sargable.parquet_stats import stats_from_arrow, stats_from_parquet
 from sargable.plan import FilterPlan, ScanMarker, ScanPlan
 from sargable.skipping import FileStatsTable, Truth, TruthValue, file_truth, may_match, select_files, truth_value
@@ -109,6 +109,7 @@ __all__ = [
     "StatisticsError",
     "StoreError",
     "Table",
+    "TableStats",
     "Truth",
     "TruthValue",
     "TypeCoercionError",

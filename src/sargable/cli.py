@@ -1,24 +1,48 @@
-"""The `sargable` command line: explain filters, list tables and partitions, run the demo.
+"""The `sargable` command line: explain filters; create tables, list and add partitions; vacuum; benchmark; demo.
 
-Every command exits 0 on success and 1 with a one-line `error: ...` on bad input (a `SargableError`);
-`--json` gives machine-readable output where a command prints data.
+Exit status: 0 on success; 1 with a one-line `error: ...` on bad input (a `SargableError`, or a file that can't be
+read); 2 with `error: ...` on a bad command line. `--json` gives machine-readable output where a command prints
+data; progress bars (bulk adds, vacuum, bench) go to stderr, and only when it is a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime as dt
+import io
 import itertools
 import json
+import os
+import statistics
 import sys
-from collections.abc import Sequence
-from typing import Any
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sargable.errors import SargableError
+from sargable.errors import AlreadyExistsError, FilterSyntaxError, SargableError
 from sargable.expr import bind, normalize, parse, render, to_sarg
-from sargable.types import DataType, parse_type
+from sargable.types import DataType, convert, parse_type
+
+if TYPE_CHECKING:
+    from sargable.metastore import Metastore
+
+
+class UsageError(SargableError):
+    """A bad command line: unknown option, missing argument (argparse's errors, exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, raising `UsageError` instead of printing the usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def parse_schema(text: str) -> list[tuple[str, DataType]]:
@@ -43,15 +67,35 @@ def parse_schema(text: str) -> list[tuple[str, DataType]]:
     return columns
 
 
-def _explain_filter(text: str, schema: str | None, dialect: str) -> dict[str, Any]:
-    expr = parse(text, dialect=dialect)
-    out: dict[str, Any] = {"parsed": render(expr)}
-    if schema:
-        expr = bind(expr, parse_schema(schema))
-        out["bound"] = render(expr)
-    out["normalized"] = render(normalize(expr))
-    out["search_argument"] = str(to_sarg(expr))
-    return out
+def _split_table(text: str) -> tuple[str, str]:
+    db, sep, table = text.partition(".")
+    if not sep or not db or not table:
+        raise SargableError(f"expected DB.TABLE, got {text!r}")
+    return db, table
+
+
+def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
+    """The metastore of `--metastore` (or the default); a SQLite file must exist unless the command creates."""
+    from sargable.metastore import Metastore
+    from sargable.metastore.core import default_url
+
+    url = args.metastore or default_url()
+    if not create and url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///") :].split("?", 1)[0]).expanduser()
+        if not path.is_file():
+            raise SargableError(f"no metastore at {path}: give --metastore URL or set $SARGABLE_METASTORE")
+    return Metastore.open(url)
+
+
+def _progress() -> Progress:
+    """A progress display on stderr, shown only when stderr is a terminal (never mixed into --json output)."""
+    err = Console(stderr=True)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, default=str))
 
 
 def _print_mapping(console: Console, title: str, data: dict[str, Any]) -> None:
@@ -63,58 +107,362 @@ def _print_mapping(console: Console, title: str, data: dict[str, Any]) -> None:
     console.print(table)
 
 
+def _print_rows(console: Console, rows: list[dict[str, Any]], *, title: str, right: Sequence[str] = ()) -> None:
+    """Rows as a table; the first column and the `right` (numeric, right-aligned) ones are never wrapped."""
+    table = Table(title=f"{title} ({len(rows)} rows)")
+    for n, column in enumerate(rows[0] if rows else ["(none)"]):
+        numeric = column in right
+        table.add_column(
+            column.replace("_", " "), overflow="fold", justify="right" if numeric else "left", no_wrap=numeric or n == 0
+        )
+    for row in rows:
+        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
+    console.print(table)
+
+
+# ------------------------------------------------------------------------------------------------ explain
+
+
+def _explain_filter(text: str, schema: str | None, dialect: str) -> dict[str, Any]:
+    expr = parse(text, dialect=dialect)
+    out: dict[str, Any] = {"parsed": render(expr)}
+    if schema:
+        expr = bind(expr, parse_schema(schema))
+        out["bound"] = render(expr)
+    out["normalized"] = render(normalize(expr))
+    out["search_argument"] = str(to_sarg(expr))
+    return out
+
+
 def cmd_explain(args: argparse.Namespace, console: Console) -> None:
     if args.filter is None:
         data = _explain_filter(args.target, args.schema, args.dialect)
         title = "filter"
     else:
-        from sargable.metastore import Metastore
-
         db, table = _split_table(args.target)
-        with Metastore.open(args.metastore) as ms:
+        with _metastore(args) as ms:
             data = ms.explain_filter(db, table, args.filter, dialect=args.dialect).to_dict()
         title = f"{db}.{table}"
     if args.json:
-        print(json.dumps(data, default=str))
+        _print_json(data)
     else:
         _print_mapping(console, title, data)
 
 
-def _split_table(text: str) -> tuple[str, str]:
-    db, sep, table = text.partition(".")
-    if not sep or not db or not table:
-        raise SargableError(f"expected DB.TABLE, got {text!r}")
-    return db, table
+# ------------------------------------------------------------------------------------------ tables
+
+_SIZES = ("partitions", "files", "bytes", "rows")
+
+
+def _table_row(ms: Metastore, db: str, name: str) -> dict[str, Any]:
+    table = ms.get_table(db, name)
+    totals = ms.table_stats(db, name)
+    return {
+        "table": table.qualified_name,
+        "partition_keys": ", ".join(f"{n} {t}" for n, t in table.partition_keys),
+        **{size: getattr(totals, size) for size in _SIZES},
+        "indexes": ", ".join(table.indexes),
+        "location": table.location,
+    }
 
 
 def cmd_tables(args: argparse.Namespace, console: Console) -> None:
-    from sargable.metastore import Metastore
-
-    with Metastore.open(args.metastore) as ms:
+    with _metastore(args) as ms:
         names = ms.list_tables(args.database)
-        rows = []
-        for qualified in names if args.database is None else [f"{args.database}.{n}" for n in names]:
-            table = ms.get_table(*_split_table(qualified))
-            rows.append(
-                {
-                    "table": table.qualified_name,
-                    "partition_keys": ", ".join(f"{n} {t}" for n, t in table.partition_keys),
-                    "partitions": ms.count_partitions(table.database, table.name),
-                    "indexes": ", ".join(table.indexes),
-                    "location": table.location,
-                }
-            )
-    _print_rows(console, args.json, rows, title="tables")
+        qualified = names if args.database is None else [f"{args.database}.{n}" for n in names]
+        rows = [_table_row(ms, *_split_table(q)) for q in qualified]
+    if args.json:
+        _print_json(rows)
+        return
+    columns = ("table", "partition_keys", "partitions", "files", "size", "indexes", "location")
+    shown = [{c: _human_bytes(row["bytes"]) if c == "size" else row[c] for c in columns} for row in rows]
+    _print_rows(console, shown, title="tables", right=("partitions", "files", "size"))
+
+
+def _human_bytes(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def cmd_create_table(args: argparse.Namespace, console: Console) -> None:
+    db, name = _split_table(args.table)
+    columns = parse_schema(args.columns) if args.columns else []
+    keys = parse_schema(args.partition_keys) if args.partition_keys else []
+    with _metastore(args, create=True) as ms:
+        ms.create_database(db, if_not_exists=True)
+        ms.create_table(db, name, columns, keys, location=args.location, if_not_exists=args.if_not_exists)
+        for column in args.index or []:
+            if column.lower() not in ms.get_table(db, name).indexes:
+                ms.create_index(db, name, column)
+        row = _table_row(ms, db, name)
+    if args.json:
+        _print_json(row)
+    else:
+        _print_mapping(console, row["table"], row)
+
+
+# ------------------------------------------------------------------------------------------ partitions
 
 
 def cmd_partitions(args: argparse.Namespace, console: Console) -> None:
-    from sargable.metastore import Metastore
-
     db, table = _split_table(args.table)
-    with Metastore.open(args.metastore) as ms:
+    if args.limit is not None and args.limit < 0:
+        raise SargableError(f"--limit must be 0 or more, got {args.limit}")
+    with _metastore(args) as ms:
         parts = ms.iter_partitions(db, table, args.filter, dialect=args.dialect)
         rows = [{"name": p.name, "location": p.location} for p in itertools.islice(parts, args.limit)]
-    _print_rows(console, args.json, rows, title=f"{db}.{table}")
+    if args.json:
+        _print_json(rows)
+    else:
+        _print_rows(console, rows, title=f"{db}.{table}")
+
+
+def _read_specs(
+    lines: Iterator[str], keys: Sequence[tuple[str, DataType]]
+) -> Iterator[tuple[int, tuple[Any, ...], str | None]]:
+    """(line number, typed values, location or None) of each partition of a CSV or a list of partition names.
+
+    The first line decides: a partition name (`ds=2024-01-01/hr=3`) starts a list of names, one per line;
+    anything else is a CSV header naming the partition keys (any order) and optionally `location`. An empty CSV
+    field is NULL (Hive's default partition)."""
+    from sargable.metastore.names import parse_partition_name
+
+    numbered = enumerate(lines, start=1)
+    first = next(((n, line) for n, line in numbered if line.strip()), None)
+    if first is None:
+        return
+    if "=" in first[1]:
+        for number, line in itertools.chain([first], numbered):
+            if not line.strip():
+                continue
+            try:
+                yield number, parse_partition_name(line.strip(), keys), None
+            except SargableError as exc:
+                raise SargableError(f"line {number}: {exc}") from None
+        return
+    reader = csv.reader(itertools.chain([first[1]], (line for _, line in numbered)))
+    header = [h.strip().lower() for h in next(reader)]
+    names = [n.lower() for n, _ in keys]
+    unknown = sorted(set(header) - {*names, "location"})
+    missing = [n for n in names if n not in header]
+    if unknown or missing or len(set(header)) != len(header):
+        raise SargableError(
+            f"line {first[0]}: the CSV header must name the partition keys {names} (and optionally location), "
+            f"each once; got {header}"
+        )
+    order = [header.index(n) for n in names]
+    where = header.index("location") if "location" in header else None
+    for fields in reader:
+        number = first[0] - 1 + reader.line_num
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            raise SargableError(f"line {number}: {len(fields)} fields, the header has {len(header)}")
+        try:
+            values = tuple(convert(fields[i] or None, dtype) for i, (_, dtype) in zip(order, keys))
+        except SargableError as exc:
+            raise SargableError(f"line {number}: {exc}") from None
+        yield number, values, (fields[where] or None) if where is not None else None
+
+
+def _open_text(path: str) -> io.TextIOBase:
+    if path == "-":
+        return sys.stdin  # type: ignore[return-value]
+    try:
+        return open(path, newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise SargableError(f"can't read {path}: {exc.strerror}") from None
+
+
+def cmd_add_partitions(args: argparse.Namespace, console: Console) -> None:
+    db, name = _split_table(args.table)
+    if args.batch_size < 1:
+        raise SargableError(f"--batch-size must be 1 or more, got {args.batch_size}")
+    with _metastore(args) as ms:
+        table = ms.get_table(db, name)
+        source = _open_text(args.source)
+        try:
+            specs = list(_read_specs(iter(source), table.partition_keys))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise SargableError(f"can't read {args.source}: {exc}") from None
+        finally:
+            if source is not sys.stdin:
+                source.close()
+        added = committed = 0
+        with _progress() as progress:
+            task = progress.add_task(f"adding to {table.qualified_name}", total=len(specs))
+            for start in range(0, len(specs), args.batch_size):
+                batch = specs[start : start + args.batch_size]
+                locations = [loc for _, _, loc in batch]
+                try:
+                    added += ms.add_partitions(
+                        db,
+                        name,
+                        [values for _, values, _ in batch],
+                        if_not_exists=args.if_not_exists,
+                        locations=locations if any(loc is not None for loc in locations) else None,
+                    )
+                except SargableError as exc:
+                    done = f"the {committed:,} partitions before it are committed" if committed else "none added"
+                    hint = "; --if-not-exists skips existing partitions" if isinstance(exc, AlreadyExistsError) else ""
+                    raise SargableError(
+                        f"the batch of lines {batch[0][0]}-{batch[-1][0]} failed ({done}): {exc}{hint}"
+                    ) from None
+                committed += len(batch)
+                progress.advance(task, len(batch))
+        data = {
+            "table": table.qualified_name,
+            "read": len(specs),
+            "added": added,
+            "batches": -(-len(specs) // args.batch_size),
+            "partitions": ms.count_partitions(db, name),
+        }
+    if args.json:
+        _print_json(data)
+    else:
+        _print_mapping(console, f"add-partitions {table.qualified_name}", data)
+
+
+# ------------------------------------------------------------------------------------------ vacuum
+
+
+def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
+    _split_table(args.table)
+    try:
+        from sargable.spark.writer import vacuum
+    except ImportError as exc:
+        raise SargableError(f"vacuum lists files with sargable.spark: pip install 'sargable[spark]' ({exc})") from None
+    with _metastore(args) as ms, _progress() as progress:
+        progress.add_task(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}")
+        orphans = vacuum(args.table, ms, dry_run=not args.delete, older_than=args.older_than)
+    if args.json:
+        _print_json({"table": args.table, "deleted": args.delete, "older_than": args.older_than, "files": orphans})
+        return
+    if not orphans:
+        console.print(f"{args.table}: no unreferenced files older than {args.older_than:g} s")
+        return
+    _print_rows(console, [{"file": path} for path in orphans], title=f"{args.table}: unreferenced files")
+    console.print("deleted" if args.delete else "a dry run: --delete deletes them")
+
+
+# ------------------------------------------------------------------------------------------ bench
+
+_COUNTRIES = ("BR", "CA", "DE", "FR", "IN", "JP", "UK", "US")
+_DAY0 = dt.date(2015, 1, 1)
+
+
+def _bench_filters() -> list[tuple[str, str | None]]:
+    """The filters of benchmarks/partition_filter.py (days among the first 52, the same at every size)."""
+    day = [_DAY0 + dt.timedelta(days=k) for k in range(53)]
+    in5 = ", ".join(f"'{day[k]}'" for k in (2, 11, 20, 29, 38))
+    return [
+        ("one partition", f"ds = '{day[19]}' and hr = 3 and country = 'US'"),
+        ("one day", f"ds = '{day[19]}'"),
+        ("7-day range", f"ds between '{day[19]}' and '{day[25]}'"),
+        ("hr = 3 (index)", "hr = 3"),
+        ("ds in (5 days)", f"ds in ({in5})"),
+        ("OR of 2 day ranges", f"ds between '{day[4]}' and '{day[5]}' or ds between '{day[40]}' and '{day[41]}'"),
+        ("country like 'U%'", "country like 'U%'"),
+        ("no filter", None),
+    ]
+
+
+def _median_ms(fn: Callable[[], int], budget: float) -> tuple[float, int]:
+    """Median wall milliseconds of repeated calls (3 to 25, about `budget` seconds) and the count returned."""
+    times: list[float] = []
+    began = time.perf_counter()
+    count = 0
+    while len(times) < 3 or (len(times) < 25 and time.perf_counter() - began < budget):
+        started = time.perf_counter()
+        count = fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), count
+
+
+def _bench_run(size: int, budget: float, brute_force: bool, progress: Progress) -> tuple[float, list[dict[str, Any]]]:
+    """Build the synthetic table in a temporary SQLite metastore and time each filter (with the brute force)."""
+    import sargable as sg
+    from sargable.metastore import Metastore
+
+    per_day = 24 * len(_COUNTRIES)
+    rows = [
+        (_DAY0 + dt.timedelta(days=i // per_day), (i // len(_COUNTRIES)) % 24, _COUNTRIES[i % len(_COUNTRIES)])
+        for i in range(size)
+    ]
+    keys = [("ds", "date"), ("hr", "int"), ("country", "string")]
+    results = []
+    with (
+        tempfile.TemporaryDirectory(prefix="sargable-bench-") as tmp,
+        Metastore.open(f"sqlite:///{tmp}/bench.db", warehouse=tmp) as ms,
+    ):
+        ms.create_database("bench")
+        ms.create_table("bench", "events", [("x", "bigint")], keys)
+        ms.create_index("bench", "events", "hr")
+        task = progress.add_task(f"building {size:,} partitions", total=size)
+        started = time.perf_counter()
+        for offset in range(0, size, 100_000):
+            ms.add_partitions("bench", "events", rows[offset : offset + 100_000])
+            progress.advance(task, min(100_000, size - offset))
+        build_s = time.perf_counter() - started
+
+        def query(text: str | None) -> int:
+            if text is None:
+                return sum(1 for _ in ms.iter_partitions("bench", "events"))
+            return len(ms.get_partitions_by_filter("bench", "events", text))
+
+        brute_rows = [{"ds": d, "hr": h, "country": c} for d, h, c in rows] if brute_force else []
+        task = progress.add_task("filters", total=len(_bench_filters()))
+        for label, text in _bench_filters():
+            elapsed_ms, returned = _median_ms(lambda t=text: query(t), budget)
+            result = {"filter": label, "expression": text, "returned": returned, "sargable_ms": elapsed_ms}
+            if brute_force and text is not None:
+                bound = sg.bind(sg.parse(text), keys)
+                started = time.perf_counter()
+                expected = sum(1 for r in brute_rows if sg.evaluate(bound, r) is True)
+                result["brute_force_ms"] = (time.perf_counter() - started) * 1000
+                result["agrees"] = expected == returned
+            results.append(result)
+            progress.advance(task)
+    return build_s, results
+
+
+def cmd_bench(args: argparse.Namespace, console: Console) -> None:
+    size = args.partitions
+    if not 1 <= size <= 10_000_000:
+        raise SargableError(f"--partitions must be between 1 and 10,000,000, got {size}")
+    if not args.budget >= 0:
+        raise SargableError(f"--budget must be a non-negative number of seconds, got {args.budget}")
+    with _progress() as progress:
+        build_s, results = _bench_run(size, args.budget, not args.no_brute_force, progress)
+    data = {"partitions": size, "build_s": build_s, "backend": "sqlite", "filters": results}
+    if args.json:
+        _print_json(data)
+        return
+    table = Table(title=f"sargable get_partitions_by_filter, {size:,} partitions (built in {build_s:.1f} s)")
+    for header in ("filter", "returned", "sargable", "brute force", "speed-up"):
+        table.add_column(header, justify="left" if header == "filter" else "right")
+    for r in results:
+        brute = r.get("brute_force_ms")
+        check = "" if r.get("agrees", True) else " (brute force disagrees!)"
+        table.add_row(
+            r["filter"],
+            f"{r['returned']:,}{check}",
+            f"{r['sargable_ms']:.3f} ms",
+            "-" if brute is None else f"{brute:.1f} ms",
+            "-" if brute is None else f"{brute / r['sargable_ms']:,.0f}x",
+        )
+    console.print(table)
+    console.print(
+        "Median wall time of repeated calls on a temporary SQLite metastore; brute force is sg.evaluate over every "
+        "partition, once. benchmarks/partition_filter.py compares pyiceberg, deltalake and a Hive metastore."
+    )
+
+
+# ------------------------------------------------------------------------------------------ demo
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> None:
@@ -125,22 +473,23 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> None:
     run_demo(args.warehouse, rebuild=args.rebuild, console=console)
 
 
-def _print_rows(console: Console, as_json: bool, rows: list[dict[str, Any]], *, title: str) -> None:
-    if as_json:
-        print(json.dumps(rows, default=str))
-        return
-    table = Table(title=f"{title} ({len(rows)} rows)")
-    for column in rows[0] if rows else ["(none)"]:
-        table.add_column(column.replace("_", " "), overflow="fold")
-    for row in rows:
-        table.add_row(*(str(v) for v in row.values()))
-    console.print(table)
+# ------------------------------------------------------------------------------------------ parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sargable", description=__doc__)
+    parser = _Parser(prog="sargable", description=__doc__)
     parser.add_argument("--metastore", default=None, help="metastore URL (default: $SARGABLE_METASTORE or ./warehouse)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     explain = sub.add_parser("explain", help="show how a filter is parsed, bound, normalized and planned")
     explain.add_argument("target", help="a filter, or DB.TABLE followed by a filter")
@@ -150,10 +499,20 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="print JSON")
     explain.set_defaults(func=cmd_explain)
 
-    tables = sub.add_parser("tables", help="list tables with their partition keys and partition counts")
+    tables = sub.add_parser("tables", help="list tables with their partition keys, sizes and indexes")
     tables.add_argument("database", nargs="?", help="only this database")
     tables.add_argument("--json", action="store_true", help="print JSON")
     tables.set_defaults(func=cmd_tables)
+
+    create = sub.add_parser("create-table", help="create a table (and its database, if new)")
+    create.add_argument("table", help="DB.TABLE")
+    create.add_argument("--columns", help="data columns, e.g. 'user_id bigint, amount double'")
+    create.add_argument("--partition-keys", help="partition keys in key order, e.g. 'ds date, hr int'")
+    create.add_argument("--location", help="table location (default: under the warehouse)")
+    create.add_argument("--index", action="append", metavar="KEY", help="a partition key to index (repeatable)")
+    create.add_argument("--if-not-exists", action="store_true", help="no error if the table exists")
+    create.add_argument("--json", action="store_true", help="print JSON")
+    create.set_defaults(func=cmd_create_table)
 
     partitions = sub.add_parser("partitions", help="list a table's partitions, optionally filtered")
     partitions.add_argument("table", help="DB.TABLE")
@@ -162,6 +521,29 @@ def build_parser() -> argparse.ArgumentParser:
     partitions.add_argument("--limit", type=int, default=None, help="print at most this many")
     partitions.add_argument("--json", action="store_true", help="print JSON")
     partitions.set_defaults(func=cmd_partitions)
+
+    add = sub.add_parser("add-partitions", help="add partitions from a CSV file or a list of partition names")
+    add.add_argument("table", help="DB.TABLE")
+    add.add_argument("source", help="a CSV file with a header naming the partition keys, a file of names, or -")
+    add.add_argument("--batch-size", type=int, default=10_000, help="partitions per transaction (default 10,000)")
+    add.add_argument("--if-not-exists", action="store_true", help="skip partitions that exist (to resume a load)")
+    add.add_argument("--json", action="store_true", help="print JSON")
+    add.set_defaults(func=cmd_add_partitions)
+
+    vacuum = sub.add_parser("vacuum", help="list (or --delete) files under a table's location it doesn't reference")
+    vacuum.add_argument("table", help="DB.TABLE")
+    vacuum.add_argument("--delete", action="store_true", help="delete them (default: only list them)")
+    vacuum.add_argument("--older-than", type=_seconds, default=3600.0, help="spare files younger (default 3600 s)")
+    vacuum.add_argument("--json", action="store_true", help="print JSON")
+    vacuum.set_defaults(func=cmd_vacuum)
+
+    bench = sub.add_parser("bench", help="time partition filters on a synthetic table in a temporary metastore")
+    bench.add_argument("--partitions", type=int, default=100_000, help="table size (default 100,000)")
+    bench.add_argument("--budget", type=float, default=1.0, help="seconds of repeated runs per filter (default 1)")
+    bench.add_argument("--no-brute-force", action="store_true", help="skip the brute-force baseline")
+    bench.add_argument("--json", action="store_true", help="print JSON")
+    bench.set_defaults(func=cmd_bench)
+
     demo = sub.add_parser("demo", help="build a star schema with Spark into ./warehouse and run pruned queries")
     demo.add_argument("--warehouse", default="./warehouse", help="where to build the demo tables")
     demo.add_argument("--rebuild", action="store_true", help="rebuild the tables even if they exist")
@@ -169,18 +551,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _error(message: str, *, caret: bool = False) -> None:
+    """One `error: ...` line on stderr; a syntax error's filter and caret lines follow it, indented."""
+    lines = message.splitlines() or [""]
+    if not caret:
+        lines = [" ".join(" ".join(lines).split())]
+    print(f"error: {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(f"       {line}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `sargable` console script."""
+    """Entry point of the `sargable` console script; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        _error(str(exc))
+        return 2
+    except SystemExit as exc:  # --help and --version print and exit 0
+        return exc.code if isinstance(exc.code, int) else 0
     console = Console()
     try:
         args.func(args, console)
     except SargableError as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"error: {first_line}", file=sys.stderr)
-        for line in str(exc).splitlines()[1:]:
-            print(f"       {line}", file=sys.stderr)
+        _error(str(exc) or type(exc).__name__, caret=isinstance(exc, FilterSyntaxError))
+        return 1
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        _error(str(exc))
         return 1
     return 0
 

@@ -46,7 +46,8 @@ Values. `encode` takes each field's Python value as `types.convert` produces it 
 anything else: an int field takes `int` within its range, `float` only values exact in single precision, `decimal`
 values that fit (p,s) exactly (decoded with scale s), `date` a `datetime.date`, `timestamp` a naive `datetime`;
 `varchar(n)`/`char(n)` lengths are not checked (any string orders correctly). `tuple_codec(types)` returns the
-cached `TupleCodec` of a key schema, whose methods skip the per-call schema lookup in hot loops.
+cached `TupleCodec` of a key schema, whose methods skip the per-call schema lookup in hot loops; its `decode` is
+generated for the schema (one struct unpack per run of fixed-width fields), since decoding is what listing costs.
 """
 
 from __future__ import annotations
@@ -366,8 +367,7 @@ class _TimestampCodec(_Codec):
         return _timestamp_micros(value)
 
     def value(self, ordinal: int) -> dt.datetime:
-        days, micros = divmod(ordinal, _MICROS_PER_DAY)
-        return dt.datetime.combine(dt.date.fromordinal(days), dt.time()) + dt.timedelta(microseconds=micros)
+        return dt.datetime.min + dt.timedelta(microseconds=ordinal - self.lowest)
 
     def locate(self, bound: Any) -> tuple[int, bool]:
         if isinstance(bound, dt.datetime):
@@ -476,6 +476,9 @@ class TupleCodec:
     It also knows where each field starts: after which string field, and how far past that field's end.
     """
 
+    decode: Callable[[bytes], tuple[Any, ...]]
+    """See `decode`: the schema's specialised decoder (`_compile_decoder`), exact as `decode_checked`."""
+
     def __init__(self, types: Sequence[DataType | str]) -> None:
         self.codecs = [_codec(t) for t in types]
         self.types = tuple(codec.dtype for codec in self.codecs)
@@ -493,9 +496,14 @@ class TupleCodec:
                 gap += codec.width
         self.variables = variables
         self.fixed_after_last_var = gap if variables else 0
+        self.decode = _compile_decoder(self)
 
     def __repr__(self) -> str:
         return f"TupleCodec({', '.join(map(str, self.types))})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its types (the generated decoder is rebuilt on load)."""
+        return tuple_codec, (self.types,)
 
     def encode(self, values: Sequence[Any]) -> bytes:
         """See `encode`."""
@@ -514,8 +522,8 @@ class TupleCodec:
                 ends.append(position)
         return body + _trailer(ends[:-1], len(body))
 
-    def decode(self, data: bytes) -> tuple[Any, ...]:
-        """See `decode`."""
+    def decode_checked(self, data: bytes) -> tuple[Any, ...]:
+        """Decode field by field through the type codecs: the reference `decode` falls back to for unusual keys."""
         if data.__class__ is not bytes:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise KeyEncodingError(f"a key is bytes, got {type(data).__name__}")
@@ -579,6 +587,146 @@ def _trailer(ends: list[int], body_length: int) -> bytes:
     if body_length >= 1 << 32:
         raise KeyEncodingError("key is longer than 4 GiB")
     return b"".join(end.to_bytes(width, "big") for end in ends) + bytes((width,))
+
+
+# --- schema-specialised decoding --------------------------------------------------------------------------------
+
+_STRUCT_CODES = {1: "B", 2: "H", 3: "BH", 4: "I", 5: "BI", 8: "Q", 9: "BQ", 16: "QQ"}
+"""Struct codes reading a fixed-width field's big-endian ordinal: one code, or two whose values combine."""
+_FALLBACK_ERRORS = (IndexError, struct.error, UnicodeDecodeError)
+
+
+def _compile_decoder(layout: TupleCodec) -> Callable[[bytes], tuple[Any, ...]]:
+    """A decoder specialised to one key schema, generated once per `TupleCodec` because decode is the hot loop of
+    partition listing: each run of fixed-width fields is one precompiled struct unpack, ordinals are range-checked
+    with the codec's bounds inlined, and strings without escapes decode straight from UTF-8. Whatever is unusual
+    (a short or malformed key, a non-canonical float, an invalid ordinal, a bytearray) goes to `decode_checked`,
+    which decodes it exactly or raises the precise `KeyEncodingError`; escaped strings go to the string codec.
+    """
+    env: dict[str, Any] = {"slow": layout.decode_checked, "error": _FALLBACK_ERRORS, "trailer": _trailer}
+    body: list[str] = []
+    offset, seen_string, ends = 0, False, []
+
+    def at(extra: int = 0) -> str:
+        shift = offset + extra
+        return str(shift) if not seen_string else f"p + {shift}" if shift else "p"
+
+    k = 0
+    while k < layout.count:
+        if layout.codecs[k].width is None:
+            env[f"string{k}"] = layout.codecs[k].decode
+            body += _string_lines(k, at(), at(1))
+            offset, seen_string = 0, True
+            if len(ends) < layout.variables - 1:
+                body.append(f"e{k} = p")
+                ends.append(f"e{k}")
+            k += 1
+            continue
+        run = k
+        while k < layout.count and layout.codecs[k].width is not None:
+            k += 1
+        items, converts = 0, []
+        for i in range(run, k):
+            codec = layout.codecs[i]
+            codes = _STRUCT_CODES[codec.width]  # type: ignore[index]
+            if isinstance(codec, _IntCodec) and len(codes) == 2:
+                converts += _int_lines(i, codec, f"a{items}", f"a{items + 1}")
+            elif len(codes) == 2:
+                low_bits = 8 * struct.calcsize(">" + codes[1])
+                converts += _fixed_lines(i, codec, f"a{items} << {low_bits} | a{items + 1}", env)
+            else:
+                converts += _fixed_lines(i, codec, f"a{items}", env)
+            items += len(codes)
+        fmt = ">" + "".join(_STRUCT_CODES[layout.codecs[i].width] for i in range(run, k))  # type: ignore[index]
+        env[f"struct{run}"] = struct.Struct(fmt)
+        names = ", ".join(f"a{j}" for j in range(items))
+        body.append(f"{names}, = struct{run}.unpack_from(data, {at()})")
+        body += converts
+        offset += struct.calcsize(fmt)
+    if layout.variables < 2:
+        body += [f"if {at()} != len(data):", "    return slow(data)"]
+    else:
+        listed = ", ".join(ends)
+        body += [
+            f"q = {at()}",
+            f"if data[q:] != (bytes(({listed}, 1)) if q < 256 else trailer([{listed}], q)):",
+            "    return slow(data)",
+        ]
+    values = "".join(f"v{i}, " for i in range(layout.count))
+    body.append(f"return ({values})")
+    source = "\n".join(
+        ["def decode(data):", "    if data.__class__ is not bytes:", "        return slow(data)", "    try:"]
+        + [f"        {line}" for line in body]
+        + ["    except error:", "        return slow(data)"]
+    )
+    exec(source, env)  # the source is built above from the schema's widths and bounds only
+    decode = env["decode"]
+    decode.__doc__ = f"Decode a full key of ({', '.join(map(str, layout.types))}); see `decode`."
+    return decode
+
+
+def _string_lines(k: int, start: str, after: str) -> list[str]:
+    """Decode string field k starting at `start`, leaving `p` just past it."""
+    return [
+        f"c = data[{start}]",
+        "if c == 0:",
+        f"    v{k} = None",
+        f"    p = {after}",
+        "elif c == 1:",
+        f"    e = data.find(b'\\x00', {after})",
+        "    if e < 0:",
+        "        return slow(data)",
+        f"    raw = data[{after}:e]",
+        f"    v{k} = string{k}(data[{start} : e + 1]) if b'\\x01' in raw else raw.decode()",
+        "    p = e + 1",
+        "else:",
+        "    return slow(data)",
+    ]
+
+
+def _int_lines(k: int, codec: _IntCodec, tag: str, rest: str) -> list[str]:
+    """Integer field k from its tag byte (1 for a value, 0 for NULL) and the bytes after it, without a big ordinal."""
+    return [
+        f"if {tag} == 1:",
+        f"    v{k} = {rest} + {codec.minimum}",
+        f"elif {tag} == 0 and {rest} == 0:",
+        f"    v{k} = None",
+        "else:",
+        "    return slow(data)",
+    ]
+
+
+def _fixed_lines(k: int, codec: _Codec, ordinal: str, env: dict[str, Any]) -> list[str]:
+    """Turn fixed-width field k's ordinal into its value, leaving anything but a valid canonical ordinal to `slow`."""
+    valid = f"{codec.lowest} <= o <= {codec.highest}"
+    extra: list[str] = []
+    if isinstance(codec, _IntCodec):
+        value = f"o - {codec.base}"
+    elif isinstance(codec, _DateCodec):
+        env["fromordinal"] = dt.date.fromordinal
+        value = "fromordinal(o)"
+    elif isinstance(codec, _BooleanCodec):
+        value = "o == 2"
+    elif isinstance(codec, _FloatCodec):
+        env[f"bits{k}"], env[f"float{k}"] = struct.Struct(codec.int_format).pack, struct.Struct(codec.format).unpack
+        infinity, negative_zero = codec._raw_ordinal(math.inf), codec._raw_ordinal(-0.0)
+        valid = f"{codec.lowest} <= o <= {infinity} and o != {negative_zero}"
+        value = f"float{k}(bits{k}(o ^ {codec.sign} if o & {codec.sign} else o ^ {codec.mask}))[0]"
+        extra = [f"elif o == {codec.nan}:", f"    v{k} = nan"]
+        env["nan"] = math.nan
+    else:
+        env[f"value{k}"] = codec.value
+        value = f"value{k}(o)"
+    return [
+        f"o = {ordinal}",
+        "if o == 0:",
+        f"    v{k} = None",
+        f"elif {valid}:",
+        f"    v{k} = {value}",
+        *extra,
+        "else:",
+        "    return slow(data)",
+    ]
 
 
 _TUPLE_CODECS: dict[tuple[DataType | str, ...], TupleCodec] = {}

@@ -46,8 +46,10 @@ from sargable.types import (
     DECIMAL_CONTEXT,
     DOUBLE,
     FLOAT,
+    FLOAT_TYPES,
     INTEGER_RANGES,
     STRING,
+    STRING_TYPES,
     DataType,
     convert,
     float32,
@@ -126,7 +128,7 @@ class _Context:
         key = (id(literal), target)
         found = self.coerced.get(key)
         if found is None:
-            found = self.coerced[key] = (literal, coerce_literal(literal, target, what))
+            found = self.coerced[key] = (literal, coerce_literal(check_literal(literal), target, what))
         return found[1]
 
 
@@ -176,6 +178,41 @@ def _show(literal: Literal) -> str:
     return format_value(value, literal.type)
 
 
+_VALUE_CLASSES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(INTEGER_RANGES, (int,)),
+    **dict.fromkeys(STRING_TYPES, (str,)),
+    **dict.fromkeys(FLOAT_TYPES, (float, int)),
+    "decimal": (Decimal, int),
+    "date": (dt.date,),
+    "timestamp": (dt.datetime,),
+    "boolean": (bool,),
+}
+"""The Python classes a literal's value may have, by its type's name (`sargable.types.convert` gives these)."""
+
+
+def check_literal(literal: Literal) -> Literal:
+    """`literal` itself when its value is a Python value of its declared type (or NULL); else a `BindError`, since a
+    hand-built `Literal(Decimal(0), DATE)` would otherwise fail deep inside coercion or formatting."""
+    value, dtype = literal.value, literal.type
+    if not isinstance(dtype, DataType):
+        raise BindError(
+            f"the literal {value!r} has type {dtype!r}, which is not a DataType; "
+            "build literals with sg.lit(value) or sg.lit(value, sargable.types.parse_type(...))"
+        )
+    if value is None:
+        return literal
+    classes = _VALUE_CLASSES.get(dtype.name, ())
+    wrong_bool = isinstance(value, bool) and dtype.name != "boolean"
+    wrong_date = dtype.name == "date" and isinstance(value, dt.datetime)
+    if not isinstance(value, classes) or wrong_bool or wrong_date:
+        expected = " or ".join(c.__name__ for c in classes) if classes else "None"
+        raise BindError(
+            f"the literal {value!r} ({type(value).__name__}) is declared as {dtype}, whose values are {expected}; "
+            f"build it with sg.lit({value!r}) or convert the value to the type"
+        )
+    return literal
+
+
 def _require_predicate(node: Expr, dtype: DataType | None, where: str) -> None:
     if dtype is None or dtype.name not in ("boolean", "null"):
         raise BindError(f"{where} must be a predicate (true/false), but {describe(node)} is of type {dtype}")
@@ -194,7 +231,7 @@ def _(node: Column, kids: list[Bound], context: _Context) -> Bound:
 
 @_bind.register
 def _(node: Literal, kids: list[Bound], context: _Context) -> Bound:
-    return node, node.type
+    return check_literal(node), node.type
 
 
 @_bind.register

@@ -19,6 +19,6 @@ from __future__ import annotations
 
 from sargable.metastore.core import Metastore
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, partition_name
-from sargable.metastore.records import Partition, Table
+from sargable.metastore.records import Partition, Table, TableStats
 
-__all__ = ["DEFAULT_PARTITION_NAME", "Metastore", "Partition", "Table", "partition_name"]
+__all__ = ["DEFAULT_PARTITION_NAME", "Metastore", "Partition", "Table", "TableStats", "partition_name"]

@@ -6,9 +6,10 @@ import heapq
 import json
 import os
 import re
+import struct
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -25,10 +26,16 @@ from sargable.errors import (
 )
 from sargable.expr import Expr, bind, columns_of, loads, parse
 from sargable.metastore.access import AccessPath, FilterExplain, FilterPlans, choose_access_path, plan_candidates
-from sargable.metastore.filecodec import decode_file, encode_file
+from sargable.metastore.filecodec import decode_file, decode_header, encode_file
 from sargable.metastore.layout import IndexLayout, TableLayout, layout_of, table_prefix
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, parse_partition_name
-from sargable.metastore.records import Partition, Table, decode_partition_value, encode_partition_value
+from sargable.metastore.records import (
+    Partition,
+    Table,
+    TableStats,
+    decode_partition_value,
+    encode_partition_value,
+)
 from sargable.plan import FilterPlan, execute
 from sargable.stats import FileStats
 from sargable.store import Store, open_store
@@ -42,6 +49,9 @@ FILE_PATHS = "filepaths"
 KEYSPACES = (CATALOG, PARTITIONS, INDEXES, FILES, FILE_PATHS)
 
 _SEQUENCE_KEY = b"\x00table-id"
+_STATS_PREFIX = b"S"
+"""Catalog key prefix of a table's totals (`Metastore.table_stats`): `S` + the table prefix -> four 8-byte counts."""
+_STATS_FORMAT = struct.Struct(">4Q")
 _DDL_LOCK_KEY = b"\x00ddl-lock"
 """A catalog row that always exists (its value never changes): DDL transactions lock it to run one at a time."""
 _COVERED = b"\x01"
@@ -85,6 +95,21 @@ def _check_columns(kind: str, columns: Any) -> tuple[tuple[str, DataType], ...]:
 
 def _range_of(prefix: bytes) -> tuple[bytes, bytes | None]:
     return prefix, keys.prefix_end(prefix)
+
+
+def _stats_key(table_id: int) -> bytes:
+    return _STATS_PREFIX + table_prefix(table_id)
+
+
+_NO_CHANGE = TableStats(0, 0, 0, 0)
+
+
+def _plus(a: TableStats, b: TableStats) -> TableStats:
+    return TableStats(*(x + y for x, y in zip(a, b)))
+
+
+def _minus(a: TableStats, b: TableStats) -> TableStats:
+    return TableStats(*(x - y for x, y in zip(a, b)))
 
 
 class Metastore:
@@ -225,6 +250,7 @@ class Metastore:
                 indexes=tuple(n for n, _ in pkeys[1:]) if index_all else (),
             )
             self._store.put(CATALOG, key, table.to_json())
+            self._store.put(CATALOG, _stats_key(table_id), _STATS_FORMAT.pack(*_NO_CHANGE))
         return table
 
     @staticmethod
@@ -257,6 +283,7 @@ class Metastore:
             prefix = table_prefix(table.table_id)
             for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS):
                 self._store.delete_range(keyspace, *_range_of(prefix))
+            self._store.delete(CATALOG, _stats_key(table.table_id))
             self._store.delete(CATALOG, self._table_key(table.database, table.name))
 
     def _locked_table(
@@ -369,6 +396,7 @@ class Metastore:
         with self._store.transaction():
             tbl = self._locked_table(database, table, validated=tbl)
             added = self._insert_partitions(tbl, values, locations, if_not_exists=if_not_exists)
+            self._change_stats(tbl, TableStats(added, 0, 0, 0))
             self._bump(tbl)
         return added
 
@@ -624,18 +652,81 @@ class Metastore:
         with self._store.transaction():
             tbl = self._locked_table(database, table)
             dropped = list(self._partitions_for(tbl, self._access(tbl, self._filter_plans(tbl, filter, dialect))))
-            self._delete_partitions(tbl, [p.values for p in dropped])
+            files = self._delete_partitions(tbl, [p.values for p in dropped])
+            self._change_stats(tbl, _minus(_NO_CHANGE, files._replace(partitions=len(dropped))))
             self._bump(tbl)
         return dropped
 
-    def _delete_partitions(self, table: Table, values: Sequence[tuple[Any, ...]]) -> None:
+    def _delete_partitions(self, table: Table, values: Sequence[tuple[Any, ...]]) -> TableStats:
+        """Delete partitions with their index and file entries; returns the totals of the files deleted."""
+        deleted = _NO_CHANGE
         for vals in values:
             self._store.delete(PARTITIONS, self._encode_key(table, vals))
             for index_key in self._index_keys(table, vals):
                 self._store.delete(INDEXES, index_key)
-            for key, value in list(self._store.scan(FILES, *self._file_range(table, vals))):
-                self._store.delete(FILE_PATHS, self._path_key(table, decode_file(value, table).path))
-                self._store.delete(FILES, key)
+            deleted = _plus(deleted, self._delete_files_in(table, vals))
+        return deleted
+
+    def _delete_files_in(self, table: Table, values: tuple[Any, ...]) -> TableStats:
+        """Delete the file entries of one partition (both keyspaces); returns their count, bytes and rows."""
+        start, stop = self._file_range(table, values)
+        files = size = rows = 0
+        for _, value in list(self._store.scan(FILES, start, stop)):
+            path, row_count, size_bytes = decode_header(value)
+            self._store.delete(FILE_PATHS, self._path_key(table, path))
+            files, size, rows = files + 1, size + size_bytes, rows + row_count
+        self._store.delete_range(FILES, start, stop)
+        return TableStats(0, files, size, rows)
+
+    # ------------------------------------------------------------------------------------------ table totals
+
+    def table_stats(self, database: str, table: str) -> TableStats:
+        """Partitions, files, bytes and rows of the whole table, read in O(1).
+
+        The totals live under their own catalog key (`S` + table prefix), written in the same transaction as every
+        change that alters them (create_table, add_partitions, commit, drop_partitions, drop_table), under the
+        table's row lock, so they always match the partitions and files a snapshot holds. A table created before
+        the totals were kept has no such key: the first call outside a transaction counts the table once (a scan)
+        and stores the result; inside a transaction the count is returned without being stored.
+        """
+        nested = self._store.in_transaction
+        with self.snapshot():
+            tbl = self.get_table(database, table)
+            raw = self._store.get(CATALOG, _stats_key(tbl.table_id))
+            if raw is not None:
+                return TableStats(*_STATS_FORMAT.unpack(raw))
+            if nested:
+                return self._count_stats(tbl)
+        with self._store.transaction():
+            tbl = self._locked_table(database, table)
+            raw = self._store.get(CATALOG, _stats_key(tbl.table_id))
+            if raw is not None:
+                return TableStats(*_STATS_FORMAT.unpack(raw))
+            counted = self._count_stats(tbl)
+            self._store.put(CATALOG, _stats_key(tbl.table_id), _STATS_FORMAT.pack(*counted))
+            return counted
+
+    def _count_stats(self, table: Table) -> TableStats:
+        """The table's totals counted from its partition and file entries (a scan of both)."""
+        prefix_range = _range_of(table_prefix(table.table_id))
+        files = size = rows = 0
+        for _, value in self._store.scan(FILES, *prefix_range):
+            _, row_count, size_bytes = decode_header(value)
+            files, size, rows = files + 1, size + size_bytes, rows + row_count
+        return TableStats(self._store.count(PARTITIONS, *prefix_range), files, size, rows)
+
+    def _change_stats(self, table: Table, delta: TableStats) -> None:
+        """Add `delta` to the stored totals (inside the change's transaction, with the table's row locked).
+
+        A table without stored totals (created before they were kept) is left so: `table_stats` counts it.
+        """
+        if delta == _NO_CHANGE:
+            return
+        key = _stats_key(table.table_id)
+        raw = self._store.get(CATALOG, key)
+        if raw is None:
+            return
+        self._store.put(CATALOG, key, _STATS_FORMAT.pack(*_plus(TableStats(*_STATS_FORMAT.unpack(raw)), delta)))
 
     # ---------------------------------------------------------------------------------- secondary indexes
 
@@ -740,18 +831,17 @@ class Metastore:
             removed.append(path)
         with self._store.transaction():
             tbl = self._locked_table(database, table, expected_version, validated=tbl)
-            replaced_files = 0
+            dropped = _NO_CHANGE
             for values in replaced:
-                start, stop = self._file_range(tbl, values)
-                for _, value in list(self._store.scan(FILES, start, stop)):
-                    self._store.delete(FILE_PATHS, self._path_key(tbl, decode_file(value, tbl).path))
-                    replaced_files += 1
-                self._store.delete_range(FILES, start, stop)
+                dropped = _plus(dropped, self._delete_files_in(tbl, values))
             for path in removed:
                 path_key = self._path_key(tbl, path)
                 file_key = self._store.get(FILE_PATHS, path_key)
-                if file_key is None:
+                value = None if file_key is None else self._store.get(FILES, file_key)
+                if file_key is None or value is None:
                     raise NoSuchObjectError(f"file {path!r} is not part of {tbl.qualified_name}")
+                _, rows, size = decode_header(value)
+                dropped = _plus(dropped, TableStats(0, 1, size, rows))
                 self._store.delete(FILES, file_key)
                 self._store.delete(FILE_PATHS, path_key)
             partitions_added = self._insert_partitions(
@@ -767,22 +857,51 @@ class Metastore:
             file_rows = [(self._file_key(tbl, values, f.path), blob) for values, f, blob in files]
             self._store.put_many(FILES, file_rows)
             self._store.put_many(FILE_PATHS, [(pk, fk) for pk, (fk, _) in zip(path_keys, file_rows)])
+            added = TableStats(
+                partitions_added,
+                len(files),
+                sum(f.size_bytes for _, f, _ in files),
+                sum(f.row_count for _, f, _ in files),
+            )
+            self._change_stats(tbl, _minus(added, dropped))
             new = self._bump(tbl)
         return {
             "version": new.version,
             "partitions_added": partitions_added,
             "files_added": len(files),
-            "files_removed": len(removed) + replaced_files,
+            "files_removed": dropped.files,
         }
 
-    def list_files(self, database: str, table: str, partitions: Iterable[Partition] | None = None) -> list[FileStats]:
-        """Files of the given partitions (all files when None), in partition key order, from one snapshot."""
+    def list_files(
+        self,
+        database: str,
+        table: str,
+        partitions: Iterable[Partition] | None = None,
+        *,
+        stats: bool | Collection[str] = True,
+    ) -> list[FileStats]:
+        """Files of the given partitions (all files when None), in partition key order, from one snapshot.
+
+        `stats`: True decodes every column's statistics; False none (`columns == {}`: path, size, row count and
+        partition only, several times cheaper per file); a collection of column names, only those columns'.
+        """
         with self.snapshot():
-            return list(self.iter_files(database, table, partitions))
+            return list(self.iter_files(database, table, partitions, stats=stats))
 
     def iter_files(
-        self, database: str, table: str, partitions: Iterable[Partition] | None = None
+        self,
+        database: str,
+        table: str,
+        partitions: Iterable[Partition] | None = None,
+        *,
+        stats: bool | Collection[str] = True,
     ) -> Iterator[FileStats]:
+        """As `list_files`, streamed (each page reads the latest commit unless run inside `snapshot()`)."""
+        only = None
+        if not isinstance(stats, bool):
+            if isinstance(stats, (str, bytes)) or not isinstance(stats, Collection):
+                raise MetastoreError(f"stats must be True, False or a collection of column names, got {stats!r}")
+            only, stats = frozenset(stats), True
         tbl = self.get_table(database, table)
         ranges = (
             [_range_of(table_prefix(tbl.table_id))]
@@ -794,8 +913,12 @@ class Metastore:
         names = tbl.partition_key_names
         for start, stop in ranges:
             for key, value in self._store.scan(FILES, start, stop):
-                values = decode(key[size:])[:-1]
-                yield decode_file(value, tbl, dict(zip(names, values)))
+                partition = dict(zip(names, decode(key[size:])[:-1]))
+                if stats:
+                    yield decode_file(value, tbl, partition, only)
+                else:
+                    path, rows, size_bytes = decode_header(value)
+                    yield FileStats(path=path, row_count=rows, size_bytes=size_bytes, partition=partition)
 
     def has_file(self, database: str, table: str, path: str) -> bool:
         tbl = self.get_table(database, table)

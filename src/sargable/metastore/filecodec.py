@@ -1,20 +1,27 @@
 """Stored form of a data file's entry: path, size, row count and per-column statistics, as compact JSON.
 
 Statistics values (min, max, value sets) are written in their Hive string form and read back typed by the
-table's column types, so dates, decimals and timestamps come back exactly.
+table's column types, so dates, decimals and timestamps come back exactly. Path, row count and size come first,
+so a listing that needs only those (`decode_header`) reads the head of each record and skips the statistics.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
+import re
+from collections.abc import Callable, Collection
+from functools import lru_cache
 from typing import Any
 
 from sargable.errors import MetastoreError, SargableError
 from sargable.metastore.records import Table
 from sargable.stats import ColumnStats, FileStats
-from sargable.types import DataType, convert, format_value
+from sargable.types import INTEGER_RANGES, DataType, convert, format_value
 
+_HEADER = re.compile(rb'\{"path":"((?:[^"\\]|\\.)*)","rows":(\d+),"bytes":(\d+),')
+"""The fields `encode_file` writes before the column statistics, matched without parsing the rest of the record."""
 _VALUE_FIELDS = ("min", "max")
 _SET_FIELDS = ("distinct",)
 
@@ -25,10 +32,6 @@ def _column_types(table: Table) -> dict[str, DataType]:
 
 def _encode_value(value: Any, dtype: DataType) -> Any:
     return None if value is None else format_value(value, dtype)
-
-
-def _decode_value(text: Any, dtype: DataType) -> Any:
-    return None if text is None else convert(text, dtype)
 
 
 def encode_file(file: FileStats, table: Table) -> bytes:
@@ -62,21 +65,54 @@ def encode_file(file: FileStats, table: Table) -> bytes:
     ).encode()
 
 
-def decode_file(data: bytes, table: Table, partition: dict[str, Any] | None = None) -> FileStats:
-    """A FileStats record from its stored bytes."""
+def decode_header(data: bytes) -> tuple[str, int, int]:
+    """(path, row count, size in bytes) of a stored file entry, without decoding its column statistics.
+
+    `encode_file` writes these first, so a regular expression over the record's head finds them; any other layout
+    falls back to parsing the whole record.
+    """
+    match = _HEADER.match(data)
+    if match is None:
+        raw = json.loads(data)
+        return raw["path"], raw["rows"], raw["bytes"]
+    path = match[1]
+    text = json.loads(b'"' + path + b'"') if b"\\" in path else path.decode()
+    return text, int(match[2]), int(match[3])
+
+
+@lru_cache(maxsize=256)
+def _value_decoder(dtype: DataType) -> Callable[[Any], Any]:
+    """How to read back a statistic of this type: `convert`, or a direct parse of the form `format_value` wrote."""
+    if dtype.name in INTEGER_RANGES:
+        return int
+    if dtype.name == "date":
+        return dt.date.fromisoformat
+    if dtype.name == "double":
+        return float
+    if dtype.is_string:
+        return str
+    return lambda text: convert(text, dtype)
+
+
+def decode_file(
+    data: bytes, table: Table, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
+) -> FileStats:
+    """A FileStats record from its stored bytes, with the statistics of `columns` only (None: of every column)."""
     raw = json.loads(data)
     types = _column_types(table)
-    columns = {}
+    decoded = {}
     for name, entry in raw["columns"].items():
-        dtype = types[name]
+        if columns is not None and name not in columns:
+            continue
+        decode = _value_decoder(types[name])
         kwargs = dict(entry)
         for key in _VALUE_FIELDS:
-            if key in kwargs:
-                kwargs[key] = _decode_value(kwargs[key], dtype)
+            if kwargs.get(key) is not None:
+                kwargs[key] = decode(kwargs[key])
         for key in _SET_FIELDS:
             if key in kwargs:
-                kwargs[key] = frozenset(_decode_value(v, dtype) for v in kwargs[key])
-        columns[name] = ColumnStats(**kwargs)
+                kwargs[key] = frozenset(None if v is None else decode(v) for v in kwargs[key])
+        decoded[name] = ColumnStats(**kwargs)
     return FileStats(
-        path=raw["path"], row_count=raw["rows"], size_bytes=raw["bytes"], columns=columns, partition=partition
+        path=raw["path"], row_count=raw["rows"], size_bytes=raw["bytes"], columns=decoded, partition=partition
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sargable.metastore.names import partition_name
 from sargable.types import DataType, parse_type
@@ -69,6 +69,17 @@ class Table:
             indexes=tuple(raw["indexes"]),
             version=raw["version"],
         )
+
+
+class TableStats(NamedTuple):
+    """Totals of a whole table, kept by the metastore with every change (`Metastore.table_stats`)."""
+
+    partitions: int
+    files: int
+    bytes: int
+    """Sum of the files' `size_bytes`."""
+    rows: int
+    """Sum of the files' `row_count`."""
 
 
 @lru_cache(maxsize=1024)

@@ -2,9 +2,11 @@
 
 A comparison of a key column with a literal becomes a comparison of that field's bytes (`keys.field_slice`, or a
 plain slice for a fixed-width field at a fixed offset) with the literal's encoding (`keys.encode_field`): the codec
-keeps byte order equal to value order, NULL lowest. IN is a set lookup on field bytes; BETWEEN, IS [NOT] NULL and
-prefix LIKE are byte intervals. Anything else (LIKE with wildcards inside, RLIKE, functions, ...) decodes the key
-once and evaluates the leaf (`sg.evaluate`), after any byte test that can rule the key out first.
+keeps byte order equal to value order, NULL lowest. IN is a set lookup on field bytes, and so is an OR of branches
+fixing columns to values, however wide (one lookup per set of columns fixed; of the whole key when all are);
+BETWEEN, IS [NOT] NULL and prefix LIKE are byte intervals. Anything else (LIKE with wildcards inside, RLIKE,
+functions, ...) decodes the key once and evaluates the leaf (`sg.evaluate`), after any byte test that can rule the
+key out first.
 """
 
 from __future__ import annotations
@@ -71,33 +73,111 @@ class _Compiler:
         self.ctx = KeyContext(self.names, self.types, tuple(Column(n, t) for n, t in columns), 2**62)
         self.fields: dict[int, Callable[[bytes], bytes]] = {}
         self.last: list[Any] = [None, None]
+        self.planned: dict[Expr, list[Box]] = {}
+
+    def boxes(self, leaf: Expr) -> list[Box]:
+        """`leaf_boxes` of a leaf, computed once per distinct leaf (wide ORs repeat the same leaves)."""
+        found = self.planned.get(leaf)
+        if found is None:
+            found = self.planned[leaf] = leaf_boxes(leaf, self.ctx)
+        return found
 
     def compile(self, node: Expr) -> tuple[KeyTest, bool]:
-        """(test, cheap): `cheap` when the test reads only field bytes."""
+        """(test, cheap): `cheap` when the test reads only field bytes. Repeated children are compiled once, and an
+        OR's branches that fix key columns to single values become one set lookup per set of columns fixed."""
         kind = type(node)
         if kind is And or kind is Or:
-            parts = sorted((self.compile(kid) for kid in node.children()), key=lambda p: not p[1])
+            kids = list(dict.fromkeys(node.children()))
+            lookups: list[tuple[KeyTest, bool]] = []
+            if kind is Or:
+                lookups, kids = self.point_lookups(kids)
+            parts = sorted([*lookups, *(self.compile(kid) for kid in kids)], key=lambda p: not p[1])
             tests = [t for t, _ in parts]
             cheap = all(c for _, c in parts)
-            return (_all(tests) if kind is And else _any(tests)), cheap
+            return _combine(tests, conjunction=kind is And), cheap
         return self.leaf(node)
+
+    def point_lookups(self, branches: list[Expr]) -> tuple[list[tuple[KeyTest, bool]], list[Expr]]:
+        """(set-lookup tests, the other branches) of an OR: its point branches grouped by the columns they fix."""
+        groups: dict[tuple[int, ...], set[tuple[Any, ...]]] = {}
+        others = []
+        for branch in branches:
+            points = self.points(branch)
+            if points is None:
+                others.append(branch)
+                continue
+            for columns, values in points:
+                groups.setdefault(columns, set()).add(values)
+        return [(self.lookup(columns, values), True) for columns, values in groups.items()], others
+
+    def points(self, node: Expr) -> list[tuple[tuple[int, ...], tuple[Any, ...]]] | None:
+        """The (columns, values) points on which a leaf, or an AND of leaves, is exactly TRUE (none when it never
+        is), or None when it is TRUE on anything but points of key columns."""
+        if type(node) is Or:
+            return None
+        if type(node) is not And:
+            boxes = self.boxes(node)
+        else:
+            conjunction: Box | None = Box.everything(self.ctx.width)
+            for kid in node.children():
+                kid_boxes = None if type(kid) in (And, Or) else self.boxes(kid)
+                if kid_boxes is None or len(kid_boxes) > 1:
+                    return None
+                conjunction = conjunction.intersect(kid_boxes[0]) if kid_boxes else None
+                if conjunction is None:
+                    return []
+            boxes = [conjunction]
+        out = []
+        for box in boxes:
+            columns = tuple(i for i, bound in enumerate(box.bounds) if bound is not None)
+            if box.residual is not None or not columns:
+                return None
+            values = []
+            for i in columns:
+                is_point, value = box.bounds[i].point(self.types[i])  # type: ignore[union-attr]
+                if not is_point:
+                    return None
+                values.append(value)
+            out.append((columns, tuple(values)))
+        return out
+
+    def lookup(self, columns: tuple[int, ...], points: set[tuple[Any, ...]]) -> KeyTest:
+        """Whether a key's values on `columns` are one of `points`: a hash lookup of its encoded tuple (the whole key
+        when every column is fixed, else the columns' field bytes)."""
+        types, offset = self.types, self.offset
+        if columns == tuple(range(len(types))):
+            codec = keys.tuple_codec(types)
+            encoded = frozenset(codec.encode(values) for values in points)
+            if offset:
+                return lambda key: key[offset:] in encoded
+            return encoded.__contains__
+        if len(columns) == 1:
+            get, dtype = self.field(columns[0]), types[columns[0]]
+            fields = frozenset(keys.encode_field(value, dtype) for (value,) in points)
+            return lambda key: get(key) in fields
+        getters = [self.field(i) for i in columns]
+        tuples = frozenset(
+            tuple(keys.encode_field(value, types[i]) for i, value in zip(columns, values, strict=True))
+            for values in points
+        )
+        return lambda key: tuple([get(key) for get in getters]) in tuples
 
     def leaf(self, node: Expr) -> tuple[KeyTest, bool]:
         if isinstance(node, In):
             test = self.membership(node)
             if test is not None:
                 return test, True
-        boxes = leaf_boxes(node, self.ctx)
+        boxes = self.boxes(node)
         if not boxes:
             return _never, True
         parts = [self.box(box) for box in boxes]
-        return _any([t for t, _ in parts]), all(c for _, c in parts)
+        return _combine([t for t, _ in parts], conjunction=False), all(c for _, c in parts)
 
     def box(self, box: Box) -> tuple[KeyTest, bool]:
         tests = [self.interval(i, b) for i, b in enumerate(box.bounds) if b is not None]
         leftover = residuals(box.residual)
         tests.extend(self.fallback(expr) for expr in leftover)
-        return _all(tests), not leftover
+        return _combine(tests, conjunction=True), not leftover
 
     def field(self, index: int) -> Callable[[bytes], bytes]:
         """A function giving field `index`'s bytes: a plain slice when the codec's layout fixes where it is.
@@ -220,37 +300,20 @@ def _slicer(begin: int, end: int | None) -> Callable[[bytes], bytes]:
     return get
 
 
-def _all(tests: list[KeyTest]) -> KeyTest:
-    tests = [t for t in tests if t is not _always]
+def _combine(tests: list[KeyTest], *, conjunction: bool) -> KeyTest:
+    """The AND (`conjunction`) or OR of key tests, short-circuiting in order, with constant tests folded."""
+    neutral, absorbing = (_always, _never) if conjunction else (_never, _always)
+    tests = [t for t in tests if t is not neutral]
     if not tests:
-        return _always
-    if _never in tests:
-        return _never
+        return neutral
+    if absorbing in tests:
+        return absorbing
     if len(tests) == 1:
         return tests[0]
     if len(tests) == 2:
         first, second = tests
-        return lambda key: first(key) and second(key)
-
-    def conjunction(key: bytes) -> bool:
-        return all(test(key) for test in tests)
-
-    return conjunction
-
-
-def _any(tests: list[KeyTest]) -> KeyTest:
-    tests = [t for t in tests if t is not _never]
-    if not tests:
-        return _never
-    if _always in tests:
-        return _always
-    if len(tests) == 1:
-        return tests[0]
-    if len(tests) == 2:
-        first, second = tests
+        if conjunction:
+            return lambda key: first(key) and second(key)
         return lambda key: first(key) or second(key)
-
-    def disjunction(key: bytes) -> bool:
-        return any(test(key) for test in tests)
-
-    return disjunction
+    fold = all if conjunction else any
+    return lambda key: fold(test(key) for test in tests)

@@ -78,14 +78,19 @@ def _bound(expr: Expr, columns: tuple[tuple[str, DataType], ...]) -> Expr:
 
 
 def _plan_boxes(predicate: Expr, ctx: KeyContext) -> list[Box]:
-    """The boxes of an NNF predicate, bottom-up over AND/OR without recursion."""
+    """The boxes of an NNF predicate, bottom-up over AND/OR without recursion; a leaf repeated across branches (as
+    in a wide OR of points) is planned once."""
     results: list[list[Box]] = []
+    planned: dict[Expr, list[Box]] = {}
     stack: list[tuple[Expr, bool]] = [(predicate, False)]
     while stack:
         node, expanded = stack.pop()
         kind = type(node)
         if kind is not And and kind is not Or:
-            results.append(leaf_boxes(node, ctx))
+            boxes = planned.get(node)
+            if boxes is None:
+                boxes = planned[node] = leaf_boxes(node, ctx)
+            results.append(boxes)
             continue
         kids = node.children()
         if not expanded:

@@ -1,16 +1,18 @@
-"""pyspark `Column` filters -> sargable expressions.
+"""pyspark `Column` filters -> sargable expressions, from a classic or a Spark Connect session.
 
-A classic (non-Connect) Column is a tree of JVM `ColumnNode`s; this walks it through py4j, iteratively, and
-translates columns, literals, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, LIKE, RLIKE and
-startswith/endswith/contains, and `F.expr("...")` text through the filter parser. Anything else (functions,
-casts, column-to-column arithmetic) can't be planned by sargable: `split_column` hands such conjuncts back as
-Columns for Spark to apply.
+A classic Column is a tree of JVM `ColumnNode`s, walked through py4j; a Connect Column carries its expression tree
+on the client (`pyspark.sql.connect.expressions`). Both are walked iteratively, and translate columns, literals,
+comparisons, AND/OR/NOT, IN, IS [NOT] NULL, LIKE, RLIKE and startswith/endswith/contains, and `F.expr("...")`
+text through the filter parser. Anything else (functions, casts, column-to-column arithmetic) can't be planned by
+sargable: `split_column` hands such conjuncts back as Columns for Spark to apply.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from sargable.errors import SargableError
 from sargable.expr import Comparison, Expr, In, IsNull, Like, Literal, Not, Regex, and_, col, lit, or_
@@ -18,6 +20,7 @@ from sargable.types import parse_date, parse_timestamp
 
 _COMPARISONS = {"=": "=", "==": "=", "<=>": "<=>", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
 _LIKE_ESCAPE = "\\"
+_CONNECT_COLUMN_MODULE = "pyspark.sql.connect.column"
 
 
 class UntranslatableColumn(SargableError):
@@ -28,38 +31,23 @@ def _escape_like(text: str) -> str:
     return "".join(_LIKE_ESCAPE + ch if ch in "%_\\" else ch for ch in text)
 
 
-def _literal_value(node: Any) -> Any:
-    """The Python value of a JVM Literal (py4j converts primitives; dates and timestamps come as Java objects)."""
-    value = node.value()
-    if value is None or isinstance(value, (bool, int, float, str, Decimal)):
-        return value
-    class_name = value.getClass().getName() if hasattr(value, "getClass") else type(value).__name__
-    text = str(value.toString())
-    if class_name in ("java.sql.Date", "java.time.LocalDate"):
-        return parse_date(text)
-    if class_name in ("java.sql.Timestamp", "java.time.LocalDateTime"):
-        return parse_timestamp(text.replace("T", " "))
-    raise UntranslatableColumn(f"literal of Java type {class_name} ({text})")
+def _parse_sql(text: str) -> Expr:
+    """`F.expr(text)`: the filter parser's reading of the text."""
+    from sargable.expr import parse
+
+    try:
+        return parse(text)
+    except SargableError as exc:
+        raise UntranslatableColumn(f"expression {text!r}: {exc}") from None
 
 
-def _leaf(node: Any) -> Expr:
-    kind = node.getClass().getSimpleName()
-    if kind == "UnresolvedAttribute":
-        seq = node.nameParts()
-        parts = [str(seq.apply(i)) for i in range(seq.size())]
-        if len(parts) != 1:
-            raise UntranslatableColumn(f"nested or qualified column {'.'.join(parts)}")
-        return col(parts[0])
-    if kind == "Literal":
-        return lit(_literal_value(node))
-    if kind == "SqlExpression":
-        from sargable.expr import parse
-
-        try:
-            return parse(str(node.expression()))
-        except SargableError as exc:
-            raise UntranslatableColumn(f"expression {node.expression()!r}: {exc}") from None
-    raise UntranslatableColumn(f"{kind} {node.sql()}")
+def _column(parts: list[str]) -> Expr:
+    """The column named by an identifier's parts: one non-empty part (sargable has no nested columns)."""
+    if len(parts) != 1:
+        raise UntranslatableColumn(f"nested or qualified column {'.'.join(parts)}")
+    if not parts[0]:
+        raise UntranslatableColumn("empty column name")
+    return col(parts[0])
 
 
 def _literal_text(expr: Expr, what: str) -> str:
@@ -101,70 +89,231 @@ def _apply(name: str, args: list[Expr]) -> Expr:
     raise UntranslatableColumn(f"function {name}")
 
 
-def _translate_node(root: Any) -> Expr:
-    """Translate a JVM ColumnNode tree bottom-up with an explicit stack (no recursion)."""
+class _Dialect(NamedTuple):
+    """How to read one kind of Column's expression tree, and how to hand a node back to Spark as a Column."""
+
+    call: Callable[[Any], tuple[str, list[Any]] | None]
+    """A function call node's (name, argument nodes); None for a leaf."""
+    leaf: Callable[[Any], Expr]
+    column: Callable[[list[Any]], list[Any]]
+    """Columns of some nodes of this tree (the conjuncts Spark applies)."""
+
+
+def _translate(root: Any, dialect: _Dialect) -> Expr:
+    """Translate an expression tree bottom-up with an explicit stack (no recursion)."""
     results: list[Expr] = []
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    stack: list[tuple[Any, tuple[str, int] | None]] = [(root, None)]
     while stack:
-        node, expanded = stack.pop()
-        if node.getClass().getSimpleName() != "UnresolvedFunction":
-            results.append(_leaf(node))
-            continue
-        arguments = node.arguments()
-        count = arguments.size()
-        if expanded:
-            args = results[len(results) - count :] if count else []
+        node, pending_call = stack.pop()
+        if pending_call is not None:
+            name, count = pending_call
+            args = results[len(results) - count :]
             del results[len(results) - count :]
-            if node.isDistinct() or node.isUserDefinedFunction():
-                raise UntranslatableColumn(f"function {node.functionName()}")
-            results.append(_apply(str(node.functionName()), args))
-        else:
-            stack.append((node, True))
-            stack.extend((arguments.apply(i), False) for i in reversed(range(count)))
+            results.append(_apply(name, args))
+            continue
+        call = dialect.call(node)
+        if call is None:
+            results.append(dialect.leaf(node))
+            continue
+        name, arguments = call
+        stack.append((node, (name, len(arguments))))
+        stack.extend((argument, None) for argument in reversed(arguments))
     return results[0]
 
 
-def _jvm_node(column: Any) -> Any:
+# Classic Columns: JVM ColumnNodes through py4j.
+
+
+def _classic_value(node: Any) -> Any:
+    """The Python value of a JVM Literal (py4j converts primitives; dates and timestamps come as Java objects)."""
+    value = node.value()
+    if value is None or isinstance(value, (bool, int, float, str, Decimal)):
+        return value
+    if not hasattr(value, "getClass"):
+        raise UntranslatableColumn(f"literal of Python type {type(value).__name__} ({value!r})")
+    class_name = value.getClass().getName()
+    text = str(value.toString())
+    if class_name in ("java.sql.Date", "java.time.LocalDate"):
+        return parse_date(text)
+    if class_name in ("java.sql.Timestamp", "java.time.LocalDateTime"):
+        return parse_timestamp(text.replace("T", " "))
+    raise UntranslatableColumn(f"literal of Java type {class_name} ({text})")
+
+
+def _classic_leaf(node: Any) -> Expr:
+    kind = node.getClass().getSimpleName()
+    if kind == "UnresolvedAttribute":
+        seq = node.nameParts()
+        return _column([str(seq.apply(i)) for i in range(seq.size())])
+    if kind == "Literal":
+        return lit(_classic_value(node))
+    if kind == "SqlExpression":
+        return _parse_sql(str(node.expression()))
+    raise UntranslatableColumn(f"{kind} {node.sql()}")
+
+
+def _classic_call(node: Any) -> tuple[str, list[Any]] | None:
+    if node.getClass().getSimpleName() != "UnresolvedFunction":
+        return None
+    if node.isDistinct() or node.isUserDefinedFunction():
+        raise UntranslatableColumn(f"function {node.functionName()}")
+    arguments = node.arguments()
+    return str(node.functionName()), [arguments.apply(i) for i in range(arguments.size())]
+
+
+def _classic_columns(nodes: list[Any]) -> list[Any]:
+    from pyspark import SparkContext
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    sc = SparkContext._active_spark_context
+    assert sc is not None and sc._jvm is not None
+    return [ClassicColumn(sc._jvm.org.apache.spark.sql.Column(node)) for node in nodes]
+
+
+_CLASSIC = _Dialect(_classic_call, _classic_leaf, _classic_columns)
+
+
+# Spark Connect Columns: the client's expression tree (classes of pyspark.sql.connect.expressions, registered
+# with the dispatchers below when the first Connect Column shows up: importing them needs the Connect extras).
+
+
+@functools.singledispatch
+def _connect_leaf(node: Any) -> Expr:
+    raise UntranslatableColumn(f"{type(node).__name__} {node!r}")
+
+
+@functools.singledispatch
+def _connect_call(node: Any) -> tuple[str, list[Any]] | None:
+    return None
+
+
+def _name_parts(identifier: str) -> list[str]:
+    """The parts of a column identifier as Spark splits it: `a.b` is two parts, backquotes quote (`` escapes `)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(identifier):
+        ch = identifier[i]
+        if quoted:
+            if ch == "`" and identifier[i + 1 : i + 2] == "`":
+                current.append("`")
+                i += 1
+            elif ch == "`":
+                quoted = False
+                if identifier[i + 1 : i + 2] not in ("", "."):
+                    raise UntranslatableColumn(f"malformed column name {identifier!r}")
+            else:
+                current.append(ch)
+        elif ch == "`" and not current:
+            quoted = True
+        elif ch == "`":
+            raise UntranslatableColumn(f"malformed column name {identifier!r}")
+        elif ch == ".":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    if quoted:
+        raise UntranslatableColumn(f"malformed column name {identifier!r}")
+    parts.append("".join(current))
+    return parts
+
+
+def _connect_reference(node: Any) -> Expr:
+    if node._is_metadata_column:
+        raise UntranslatableColumn(f"metadata column {node._unparsed_identifier}")
+    return _column(_name_parts(node._unparsed_identifier))
+
+
+def _connect_value(node: Any) -> Any:
+    """The Python value of a Connect literal: as the user wrote it (dates and timestamps are held in Spark's form)."""
+    from pyspark.sql import types as T
+
+    dtype, value = node._dataType, node._value
+    if value is None:
+        return None
+    if isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType)):
+        return dtype.fromInternal(value)
+    scalar = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType)
+    if isinstance(dtype, (*scalar, T.DecimalType, T.StringType)):
+        return value
+    raise UntranslatableColumn(f"literal of type {dtype.simpleString()} ({node!r})")
+
+
+def _connect_literal(node: Any) -> Expr:
+    return lit(_connect_value(node))
+
+
+def _connect_sql(node: Any) -> Expr:
+    return _parse_sql(node._expr)
+
+
+def _connect_function(node: Any) -> tuple[str, list[Any]]:
+    if node._is_distinct:
+        raise UntranslatableColumn(f"function {node._name}")
+    return node._name, list(node._args)
+
+
+def _connect_columns(nodes: list[Any]) -> list[Any]:
+    from pyspark.sql.connect.column import Column as ConnectColumn
+
+    return [ConnectColumn(node) for node in nodes]
+
+
+@functools.cache
+def _connect_dialect() -> _Dialect:
+    """The Connect dialect, its expression classes registered (first call only)."""
+    from pyspark.sql.connect import expressions as E
+
+    _connect_leaf.register(E.ColumnReference, _connect_reference)
+    _connect_leaf.register(E.LiteralExpression, _connect_literal)
+    _connect_leaf.register(E.SQLExpression, _connect_sql)
+    _connect_call.register(E.UnresolvedFunction, _connect_function)
+    return _Dialect(_connect_call, _connect_leaf, _connect_columns)
+
+
+def _root(column: Any) -> tuple[Any, _Dialect]:
+    """The expression tree of a classic or a Connect Column, and how to read it."""
+    if type(column).__module__ == _CONNECT_COLUMN_MODULE:
+        return column._expr, _connect_dialect()
     jc = getattr(column, "_jc", None)
     if jc is None:
-        raise UntranslatableColumn("only classic (non-Connect) pyspark Columns can be translated")
-    return jc.node()
+        raise UntranslatableColumn(f"not a pyspark Column: {type(column).__name__}")
+    return jc.node(), _CLASSIC
 
 
 def from_column(column: Any) -> Expr:
     """The sargable expression of a pyspark Column; `UntranslatableColumn` if any part has no translation."""
-    return _translate_node(_jvm_node(column))
+    root, dialect = _root(column)
+    return _translate(root, dialect)
 
 
 def split_column(column: Any) -> tuple[Expr | None, list[Any]]:
     """Split a Column filter into (translated conjuncts as one expression, untranslatable conjuncts as Columns)."""
-    from pyspark.sql.classic.column import Column as ClassicColumn
-
     try:
-        root = _jvm_node(column)
+        root, dialect = _root(column)
     except UntranslatableColumn:
         return None, [column]
     conjuncts: list[Any] = []
     pending = [root]
     while pending:
         node = pending.pop()
-        if node.getClass().getSimpleName() == "UnresolvedFunction" and str(node.functionName()).lower() == "and":
-            arguments = node.arguments()
-            pending.extend(arguments.apply(i) for i in reversed(range(arguments.size())))
+        try:
+            call = dialect.call(node)
+        except UntranslatableColumn:
+            call = None
+        if call is not None and call[0].lower() == "and" and len(call[1]) == 2:
+            pending.extend(reversed(call[1]))
         else:
             conjuncts.append(node)
     translated: list[Expr] = []
     leftover: list[Any] = []
     for node in conjuncts:
         try:
-            translated.append(_translate_node(node))
+            translated.append(_translate(node, dialect))
         except UntranslatableColumn:
             leftover.append(node)
-    columns = []
-    if leftover:
-        from pyspark import SparkContext
-
-        sc = SparkContext._active_spark_context
-        assert sc is not None and sc._jvm is not None
-        columns = [ClassicColumn(sc._jvm.org.apache.spark.sql.Column(node)) for node in leftover]
+    columns = dialect.column(leftover) if leftover else []
     return (and_(*translated) if translated else None), columns

@@ -131,12 +131,16 @@ def _dimensions(spark: Any) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     day = F.date_add(F.lit(FIRST_DAY), F.col("id").cast("int")).alias("d_date")
-    dates = spark.range(0, DAYS, numPartitions=1).select(day).select(
-        "d_date",
-        F.month("d_date").alias("d_month"),
-        F.dayofweek("d_date").alias("d_weekday"),
-        F.dayofweek("d_date").isin(1, 7).alias("d_weekend"),
-        F.year("d_date").alias("d_year"),
+    dates = (
+        spark.range(0, DAYS, numPartitions=1)
+        .select(day)
+        .select(
+            "d_date",
+            F.month("d_date").alias("d_month"),
+            F.dayofweek("d_date").alias("d_weekday"),
+            F.dayofweek("d_date").isin(1, 7).alias("d_weekend"),
+            F.year("d_date").alias("d_year"),
+        )
     )
     cities = ["Seattle", "Portland", "Austin", "Chicago", "Boston", "Miami"]
     regions = ["West", "West", "South", "Midwest", "East", "South"]
@@ -147,8 +151,9 @@ def _dimensions(spark: Any) -> dict[str, Any]:
     items = spark.range(1, ITEMS + 1, numPartitions=1).select(
         F.col("id").cast("int").alias("item_id"),
         F.concat(F.lit("brand-"), (F.col("id") % 40).cast("string")).alias("brand"),
-        F.element_at(F.array(*[F.lit(c) for c in categories]), (F.col("id") % len(categories) + 1).cast("int"))
-        .alias("category"),
+        F.element_at(F.array(*[F.lit(c) for c in categories]), (F.col("id") % len(categories) + 1).cast("int")).alias(
+            "category"
+        ),
     )
     return {"dates": dates, "stores": stores, "items": items}
 
@@ -261,9 +266,17 @@ def _table(results: list[DemoResult]) -> RichTable:
 
 
 def run_demo(
-    warehouse: str = "./warehouse", *, rebuild: bool = False, spark: Any = None, console: Console | None = None
+    warehouse: str = "./warehouse",
+    *,
+    rebuild: bool = False,
+    spark: Any = None,
+    console: Console | None = None,
+    metastore: str | None = None,
 ) -> list[DemoResult]:
-    """Build (or reuse) the demo warehouse, run the five queries both ways, print the comparison table."""
+    """Build (or reuse) the demo warehouse, run the five queries both ways, print the comparison table.
+
+    `spark` defaults to a local[2] session; `metastore` (a URL) to a SQLite file in the warehouse.
+    """
     from sargable.spark.reader import read
     from sargable.spark.session import local_session
 
@@ -271,9 +284,10 @@ def run_demo(
     root = Path(warehouse).resolve()
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with console.status("starting Spark (local[2])"):
-        spark = spark or local_session("sargable-demo")
-    with Metastore.open(f"sqlite:///{root / 'metastore.db'}", warehouse=root) as ms:
+    if spark is None:
+        with console.status("starting Spark (local[2])"):
+            spark = local_session("sargable-demo")
+    with Metastore.open(metastore or f"sqlite:///{root / 'metastore.db'}", warehouse=root) as ms:
         if rebuild or not _ready(ms):
             _build(spark, ms, console)
         else:

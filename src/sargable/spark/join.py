@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -33,18 +32,14 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from sargable.analyze import decompose
 from sargable.errors import SargableError, TypeCoercionError
-from sargable.expr import Between, Column, Expr, In, and_, bind, columns_of, lit
-from sargable.metastore import Metastore, Partition, Table
-from sargable.metastore.core import FILES, _range_of
-from sargable.metastore.layout import table_prefix
+from sargable.expr import Between, Column, Expr, In, and_, bind, lit
+from sargable.metastore import Metastore, Partition, Table, TableStats
 from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.skipping import select_files
 from sargable.spark.catalog import opened, split_table_name
-from sargable.spark.datasource import ensure_registered
-from sargable.spark.reader import _REPORTS, _columns, _where, dataframe_for, instant_columns
-from sargable.spark.scan import ScanPlan, ScanReport, _part, _text, _with_partition_stats
+from sargable.spark.reader import _REPORTS, read_planned
+from sargable.spark.scan import ScanPlan, ScanPlanner, ScanReport, _text
 from sargable.spark.schema import hive_type
 from sargable.stats import FileStats
 from sargable.types import DataType, convert
@@ -54,9 +49,6 @@ DEFAULT_MAX_VALUES = 100_000
 
 IN_RESIDUAL_MAX = 1_000
 """A value set up to this size is applied by Spark as `column IN (...)`; a larger one as a broadcast semi-join."""
-
-_TOTALS: dict[tuple[str, int, int], tuple[int, int, int]] = {}
-_TOTALS_KEPT = 64
 
 _GET_CHUNK = DEFAULT_MAX_SCANS
 """Values per metastore query: the planner turns an IN list up to this size into gets."""
@@ -248,25 +240,6 @@ def _pick_partitions(
     return found, access
 
 
-def _totals(ms: Metastore, table: Table) -> tuple[int, int, int]:
-    """(partitions, files, bytes) of the whole table, reading each file entry's size only, not its statistics.
-
-    Kept per table version (every commit bumps it), so repeated reads of an unchanged table don't rescan it.
-    """
-    key = (ms.url, table.table_id, table.version)
-    found = _TOTALS.get(key)
-    if found is not None:
-        return found
-    files = bytes_total = 0
-    for _, value in ms.store.scan(FILES, *_range_of(table_prefix(table.table_id))):
-        files += 1
-        bytes_total += json.loads(value)["bytes"]
-    found = _TOTALS[key] = (ms.count_partitions(table.database, table.name), files, bytes_total)
-    while len(_TOTALS) > _TOTALS_KEPT:
-        _TOTALS.pop(next(iter(_TOTALS)))
-    return found
-
-
 def merge_key_sets(table: Table, keys: Sequence[KeySet]) -> dict[str, KeySet]:
     """One key set per fact column (the table's spelling): several dimensions on one column intersect."""
     merged: dict[str, KeySet] = {}
@@ -275,6 +248,75 @@ def merge_key_sets(table: Table, keys: Sequence[KeySet]) -> dict[str, KeySet]:
         key = dataclasses.replace(key, column=canonical)
         merged[canonical] = _intersect(merged[canonical], key) if canonical in merged else key
     return merged
+
+
+class _JoinScanPlanner(ScanPlanner):
+    """`ScanPlanner` that also prunes by join key sets: partitions by those on partition keys, files by the rest."""
+
+    report_type = JoinScanReport
+
+    def __init__(
+        self,
+        ms: Metastore,
+        table: Table,
+        expr: Expr | None,
+        keys: Sequence[KeySet],
+        *,
+        pruning: Sequence[KeyPruning],
+        collect_ms: float,
+        **options: Any,
+    ) -> None:
+        super().__init__(ms, table, expr, **options)
+        merged = merge_key_sets(table, keys)
+        self.partition_key_sets = [k for k in merged.values() if k.column.lower() in self.partition_keys]
+        self.data_key_sets = [k for k in merged.values() if k.column.lower() not in self.partition_keys]
+        self.empty = any(k.is_empty for k in merged.values())
+        self.pruning, self.collect_ms = tuple(pruning), collect_ms
+        self.access: str | None = None
+
+    def partitions(self, partition_part: Expr | None, totals: TableStats) -> list[Partition] | None:
+        if self.empty:
+            self.access = "none: a join key has no value that can join"
+            return []
+        if partition_part is None and not self.partition_key_sets:
+            return None
+        found, self.access = _pick_partitions(
+            self.ms, self.table, partition_part, self.partition_key_sets, totals.partitions
+        )
+        return found
+
+    def stats_columns(self, files_part: Expr | None) -> set[str]:
+        return super().stats_columns(files_part) | {k.column.lower() for k in self.data_key_sets}
+
+    def skip_files(self, files: list[FileStats], residual: Expr | None) -> tuple[list[FileStats], Expr | None]:
+        schema = list(self.table.schema)
+        extra_residual: list[Expr] = []
+        for key in self.data_key_sets:
+            if key.is_empty:
+                continue
+            if key.values is None:
+                predicate = bind(_key_predicate(key), schema)
+                files = select_files(predicate, files, schema) if files else files
+                extra_residual.append(predicate)
+                continue
+            files = _skip_files(files, key)
+            ordered = sorted(key.values)
+            if len(ordered) <= IN_RESIDUAL_MAX:
+                extra_residual.append(bind(_key_predicate(key), schema))
+            else:
+                bounds = KeySet(key.column, low=ordered[0], high=ordered[-1])
+                extra_residual.append(bind(_key_predicate(bounds), schema))
+        if extra_residual:
+            residual = and_(*([residual] if residual is not None else []), *extra_residual)
+        return files, residual
+
+    def report_fields(self, residual: Expr | None) -> dict[str, Any]:
+        return {
+            "residual": _summary(residual),
+            "pruning": self.pruning,
+            "access": self.access,
+            "collect_ms": self.collect_ms,
+        }
 
 
 def plan_pruned_scan(
@@ -294,74 +336,10 @@ def plan_pruned_scan(
     sets on partition keys select partitions exactly (not re-applied); key sets on data columns skip files and stay
     in the residual (a value set over `IN_RESIDUAL_MAX` values stays as its range; `read` adds the exact semi-join).
     """
-    started = time.perf_counter()
-    db, name = table.database, table.name
-    if expr is not None:
-        expr = bind(expr, list(table.schema))
-    keys_lower = {k.lower() for k in table.partition_key_names}
-    merged = merge_key_sets(table, keys)
-    partition_part = files_part = residual = None
-    if expr is not None:
-        unusable = {c.lower() for c in unusable_stats}
-        stats_columns = [*(n for n, _ in table.columns if n.lower() not in unusable), *table.partition_key_names]
-        parts = decompose(expr, partition_keys=table.partition_key_names, stats_columns=stats_columns)
-        partition_part, files_part, residual = _part(parts.partition), _part(parts.files), _part(parts.residual)
-    partitions_total, files_total, bytes_total = _totals(ms, table)
-    partition_keys = [k for k in merged.values() if k.column.lower() in keys_lower]
-    data_keys = [k for k in merged.values() if k.column.lower() not in keys_lower]
-    access = None
-    if any(k.is_empty for k in merged.values()):
-        partitions: list[Partition] = []
-        files: list[FileStats] = []
-        access = "none: a join key has no value that can join"
-    elif partition_part is None and not partition_keys:
-        files = ms.list_files(db, name)
-        partitions = []
-    else:
-        partitions, access = _pick_partitions(ms, table, partition_part, partition_keys, partitions_total)
-        files = ms.list_files(db, name, partitions) if partitions else []
-    partitions_selected = len(partitions) if access is not None else partitions_total
-    if files_part is not None and files:
-        if {c.lower() for c in columns_of(files_part)} & keys_lower:
-            files = [_with_partition_stats(f) for f in files]
-        files = select_files(files_part, files, list(table.schema))
-    extra_residual: list[Expr] = []
-    for key in data_keys:
-        if key.is_empty:
-            continue
-        if key.values is None:
-            predicate = bind(_key_predicate(key), list(table.schema))
-            files = select_files(predicate, files, list(table.schema)) if files else files
-            extra_residual.append(predicate)
-            continue
-        files = _skip_files(files, key)
-        ordered = sorted(key.values)
-        if len(ordered) <= IN_RESIDUAL_MAX:
-            extra_residual.append(bind(_key_predicate(key), list(table.schema)))
-        else:
-            bounds = KeySet(key.column, low=ordered[0], high=ordered[-1])
-            extra_residual.append(bind(_key_predicate(bounds), list(table.schema)))
-    if extra_residual:
-        residual = and_(*([residual] if residual is not None else []), *extra_residual)
-    report = JoinScanReport(
-        table=table.qualified_name,
-        partitions_total=partitions_total,
-        partitions_selected=partitions_selected,
-        files_total=files_total,
-        files_selected=len(files),
-        bytes_total=bytes_total,
-        bytes_selected=sum(f.size_bytes for f in files),
-        planning_ms=(time.perf_counter() - started) * 1000.0,
-        filter=_text(expr),
-        partition_filter=_text(partition_part),
-        file_filter=_text(files_part),
-        residual=_summary(residual),
-        notes=tuple(notes),
-        pruning=tuple(pruning),
-        access=access,
-        collect_ms=collect_ms,
+    planner = _JoinScanPlanner(
+        ms, table, expr, keys, pruning=pruning, collect_ms=collect_ms, notes=notes, unusable_stats=unusable_stats
     )
-    return ScanPlan(table=table, files=files, residual=residual, report=report)
+    return planner.plan()
 
 
 def _summary(expr: Expr | None, limit: int = 2_000) -> str | None:
@@ -546,15 +524,11 @@ def _pruned(
     extra_notes: Sequence[str] = (),
 ) -> Any:
     """The fact DataFrame pruned by the entries `(dim_df, dim key, fact key)`; exact key filters when `exact`."""
-    db, name = split_table_name(table)
-    expr, spark_filters, notes = _where(where)
-    with opened(metastore) as ms:
-        ensure_registered(spark, ms)
-        tbl = ms.get_table(db, name)
-        selected = _columns(columns, [n for n, _ in tbl.schema])
-        keys: list[KeySet] = []
+    keys: list[KeySet] = []
+    semi: list[tuple[Any, str, str]] = []
+
+    def plan(ms: Metastore, tbl: Table, expr: Expr | None, notes: list[str], unusable: list[str]) -> ScanPlan:
         pruning: list[KeyPruning] = list(extra_pruning)
-        semi: list[tuple[Any, str, str]] = []
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(1, min(4, len(entries)))) as pool:
             outcomes = list(pool.map(lambda e: _key_set(tbl, e[0], e[2], e[1], max_values), entries))
@@ -566,24 +540,22 @@ def _pruned(
             if outcome.target == "files" and key.values is not None:
                 semi.append((dim, dim_key.name, fact_key.name))
         collect_ms = (time.perf_counter() - started) * 1000.0
-        all_notes = [*notes, *extra_notes]
-        unusable = instant_columns(spark, tbl)
-        if unusable and expr is not None and {c.lower() for c in columns_of(expr)} & {c.lower() for c in unusable}:
-            all_notes.append(f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC")
-        plan = plan_pruned_scan(
-            ms, tbl, expr, keys, notes=all_notes, pruning=pruning, collect_ms=collect_ms, unusable_stats=unusable
+        return plan_pruned_scan(
+            ms, tbl, expr, keys, notes=notes, pruning=pruning, collect_ms=collect_ms, unusable_stats=unusable
         )
-    df = dataframe_for(spark, plan, spark_filters)
-    if exact and plan.files:
-        merged = merge_key_sets(plan.table, keys)
+
+    def semi_joins(df: Any, scan: ScanPlan) -> Any:
+        """The exact key filter of a value set too large for an IN residual: a broadcast semi-join."""
+        if not exact or not scan.files:
+            return df
+        merged = merge_key_sets(scan.table, keys)
         for dim, dim_column, fact_column in semi:
             values = merged[fact_column].values
             if values is not None and len(values) > IN_RESIDUAL_MAX:
                 df = _semi_joined(df, dim, fact_column, dim_column)
-    if selected is not None:
-        df = df.select(*[f"`{c}`" for c in selected])
-    _REPORTS[df] = plan.report
-    return df
+        return df
+
+    return read_planned(spark, table, where, columns, metastore, plan, notes=extra_notes, finish=semi_joins)
 
 
 def read_pruned(

@@ -12,7 +12,7 @@ import json
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from sargable.errors import SargableError
 from sargable.expr import Expr, columns_of, parse, render_sql
-from sargable.metastore import Metastore
+from sargable.metastore import Metastore, Table
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.columns import split_column
 from sargable.spark.datasource import ensure_registered
@@ -173,20 +173,50 @@ def read(
         from sargable.spark.join import read_pruned
 
         return read_pruned(spark, table, where, columns, prune_by, max_values=max_values, metastore=metastore)
+
+    def plan(ms: Metastore, tbl: Table, expr: Expr | None, notes: list[str], unusable: list[str]) -> ScanPlan:
+        return plan_scan(ms, tbl, expr, notes=notes, unusable_stats=unusable)
+
+    return read_planned(spark, table, where, columns, metastore, plan)
+
+
+Planner = Callable[[Metastore, Table, Expr | None, list[str], list[str]], ScanPlan]
+"""Plans a scan from (metastore, table, filter, notes, columns whose statistics are unusable)."""
+
+
+def read_planned(
+    spark: Any,
+    table: str,
+    where: Any,
+    columns: Sequence[str] | None,
+    metastore: Metastore | str | None,
+    plan: Planner,
+    *,
+    notes: Sequence[str] = (),
+    finish: Callable[[Any, ScanPlan], Any] | None = None,
+) -> Any:
+    """The DataFrame of a scan planned by `plan`, then `finish(df, plan)`, with its columns and its report.
+
+    The one path of `read` and the join-pruned reads: parse `where`, open the metastore, note the statistics the
+    session time zone makes unusable, plan, read the files, select the columns, and keep the report.
+    """
     db, name = split_table_name(table)
-    expr, spark_filters, notes = _where(where)
+    expr, spark_filters, where_notes = _where(where)
     with opened(metastore) as ms:
         ensure_registered(spark, ms)
         tbl = ms.get_table(db, name)
         selected = _columns(columns, [n for n, _ in tbl.schema])
+        all_notes = [*where_notes, *notes]
         unusable = instant_columns(spark, tbl)
         if unusable and expr is not None and {c.lower() for c in columns_of(expr)} & {c.lower() for c in unusable}:
-            notes = [*notes, f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC"]
-        plan = plan_scan(ms, tbl, expr, notes=notes, unusable_stats=unusable)
-    df = dataframe_for(spark, plan, spark_filters)
+            all_notes.append(f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC")
+        scan = plan(ms, tbl, expr, all_notes, unusable)
+    df = dataframe_for(spark, scan, spark_filters)
+    if finish is not None:
+        df = finish(df, scan)
     if selected is not None:
         df = df.select(*[f"`{c}`" for c in selected])
-    _REPORTS[df] = plan.report
+    _REPORTS[df] = scan.report
     return df
 
 

@@ -13,11 +13,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from sargable.analyze import decompose
 from sargable.expr import TRUE, Expr, bind, columns_of, render
-from sargable.metastore import Metastore, Table
+from sargable.metastore import Metastore, Partition, Table, TableStats
 from sargable.skipping import select_files
 from sargable.stats import ColumnStats, FileStats
 
@@ -94,27 +94,19 @@ def _with_partition_stats(file: FileStats) -> FileStats:
     return dataclasses.replace(file, columns=columns)
 
 
-class TableListing(NamedTuple):
-    """Every file of a table at one version, its partition count and total bytes."""
-
-    files: tuple[FileStats, ...]
-    partitions: int
-    bytes: int
-
-
-_LISTINGS: OrderedDict[tuple[str, int, int], TableListing] = OrderedDict()
+_LISTINGS: OrderedDict[tuple[str, int, int, bool | frozenset[str]], tuple[FileStats, ...]] = OrderedDict()
 _LISTINGS_LOCK = threading.Lock()
 CACHED_FILES_MAX = 100_000
 """Most file entries the process keeps in its listing cache (whole tables, least recently used evicted first)."""
 
 
-def table_listing(ms: Metastore, table: Table) -> TableListing:
-    """The table's files and totals, cached per metastore URL, table id and version (every change bumps the version).
+def table_files(ms: Metastore, table: Table, *, stats: bool | frozenset[str]) -> tuple[FileStats, ...]:
+    """Every file of the table (`stats` as in `Metastore.list_files`), cached per metastore URL, table id, version.
 
-    Table ids are never reused within a metastore; only replacing a metastore by a new one at the same URL while
-    this process runs could make an entry stale.
+    Every change bumps the version, and table ids are never reused within a metastore; only replacing a metastore
+    by a new one at the same URL while this process runs could make an entry stale.
     """
-    key = (ms.url, table.table_id, table.version)
+    key = (ms.url, table.table_id, table.version, stats)
     with _LISTINGS_LOCK:
         cached = _LISTINGS.get(key)
         if cached is not None:
@@ -122,20 +114,103 @@ def table_listing(ms: Metastore, table: Table) -> TableListing:
             return cached
     with ms.snapshot():
         current = ms.get_table(table.database, table.name)
-        files = tuple(ms.iter_files(table.database, table.name))
-        listing = TableListing(files, ms.count_partitions(table.database, table.name), sum(f.size_bytes for f in files))
+        files = tuple(ms.iter_files(table.database, table.name, stats=stats))
     if len(files) <= CACHED_FILES_MAX:
         with _LISTINGS_LOCK:
-            _LISTINGS[(ms.url, current.table_id, current.version)] = listing
-            while sum(len(entry.files) for entry in _LISTINGS.values()) > CACHED_FILES_MAX:
+            _LISTINGS[(ms.url, current.table_id, current.version, stats)] = files
+            while sum(len(entry) for entry in _LISTINGS.values()) > CACHED_FILES_MAX:
                 _LISTINGS.popitem(last=False)
-    return listing
+    return files
 
 
-def table_totals(ms: Metastore, table: Table) -> tuple[int, int, int]:
-    """(partitions, files, bytes) of the whole table."""
-    listing = table_listing(ms, table)
-    return listing.partitions, len(listing.files), listing.bytes
+class ScanPlanner:
+    """Plans one scan: bind and decompose the filter, choose the partitions, list and skip their files, report.
+
+    The partition part of the filter goes to the metastore (exact, not re-applied); the file part prunes files by
+    their statistics (inclusive, so it stays in the residual), except the statistics of `unusable_stats` columns.
+    Totals come from `Metastore.table_stats` (no listing); file statistics are decoded only when a file filter needs
+    them. `sargable.spark.join` extends `partitions`, `skip_files` and `report_fields` to prune by join keys.
+    """
+
+    report_type: type[ScanReport] = ScanReport
+
+    def __init__(
+        self,
+        ms: Metastore,
+        table: Table,
+        expr: Expr | None,
+        *,
+        notes: Sequence[str] = (),
+        bound: bool = False,
+        unusable_stats: Sequence[str] = (),
+    ) -> None:
+        self.ms, self.table, self.notes = ms, table, tuple(notes)
+        self.expr = expr if expr is None or bound else bind(expr, list(table.schema))
+        self.unusable_stats = {c.lower() for c in unusable_stats}
+        self.partition_keys = {k.lower() for k in table.partition_key_names}
+
+    def partitions(self, partition_part: Expr | None, totals: TableStats) -> list[Partition] | None:
+        """The partitions to read (None: all of them, not listed)."""
+        if partition_part is None:
+            return None
+        return self.ms.get_partitions_by_filter(self.table.database, self.table.name, partition_part)
+
+    def stats_columns(self, files_part: Expr | None) -> set[str]:
+        """The data columns whose file statistics skipping will look at (lower case)."""
+        return set() if files_part is None else {c.lower() for c in columns_of(files_part)}
+
+    def skip_files(self, files: list[FileStats], residual: Expr | None) -> tuple[list[FileStats], Expr | None]:
+        """Further file skipping and residual (none here)."""
+        return files, residual
+
+    def report_fields(self, residual: Expr | None) -> dict[str, Any]:
+        """Fields of the report beyond the counts and filters (and the residual's text)."""
+        return {"residual": _text(residual)}
+
+    def plan(self) -> ScanPlan:
+        started = time.perf_counter()
+        ms, table, expr = self.ms, self.table, self.expr
+        partition_part = files_part = residual = None
+        keys = table.partition_key_names
+        if expr is not None:
+            # Partition keys count as statistics columns too: each file has one value of each, so the file part of
+            # an OR across partition and data columns (`id < 10 or ds = '2024-01-01'`) can still skip files.
+            stats_columns = [n for n, _ in table.columns if n.lower() not in self.unusable_stats]
+            parts = decompose(expr, partition_keys=keys, stats_columns=[*stats_columns, *keys])
+            partition_part, files_part, residual = _part(parts.partition), _part(parts.files), _part(parts.residual)
+        wanted = self.stats_columns(files_part)
+        stats = frozenset(n for n, _ in table.columns if n.lower() in wanted) or False
+        # Outside the snapshot: a table from an older metastore gets its totals counted and stored once.
+        totals = ms.table_stats(table.database, table.name)
+        with ms.snapshot():
+            partitions = self.partitions(partition_part, totals)
+            if partitions is None:
+                files = list(table_files(ms, table, stats=stats))
+            elif partitions:
+                files = ms.list_files(table.database, table.name, partitions, stats=stats)
+            else:
+                files = []
+        if files_part is not None and files:
+            if {c.lower() for c in columns_of(files_part)} & self.partition_keys:
+                files = [_with_partition_stats(f) for f in files]
+            files = select_files(files_part, files, list(table.schema))
+        files, residual = self.skip_files(files, residual)
+        report = self.report_type(
+            table=table.qualified_name,
+            partitions_total=totals.partitions,
+            partitions_selected=totals.partitions if partitions is None else len(partitions),
+            files_total=totals.files,
+            files_selected=len(files),
+            bytes_total=totals.bytes,
+            bytes_selected=sum(f.size_bytes for f in files),
+            planning_ms=(time.perf_counter() - started) * 1000.0,
+            filter=_text(expr),
+            partition_filter=_text(partition_part),
+            file_filter=_text(files_part),
+            notes=self.notes,
+            **self.report_fields(residual),
+        )
+        return ScanPlan(table=table, files=files, residual=residual, report=report)
 
 
 def plan_scan(
@@ -147,51 +222,5 @@ def plan_scan(
     bound: bool = False,
     unusable_stats: Sequence[str] = (),
 ) -> ScanPlan:
-    """Plan a scan of `table` for rows where `expr` is TRUE (None: every row).
-
-    The partition part of the filter goes to the metastore (exact, not re-applied); the file part prunes files by
-    their statistics (inclusive, so it stays in the residual), except the statistics of `unusable_stats` columns.
-    """
-    started = time.perf_counter()
-    db, name = table.database, table.name
-    if expr is not None and not bound:
-        expr = bind(expr, list(table.schema))
-    partition_part = files_part = residual = None
-    keys = table.partition_key_names
-    if expr is not None:
-        # Partition keys count as statistics columns too: each file has one value of each, so the file part of an
-        # OR across partition and data columns (`id < 10 or ds = '2024-01-01'`) can still skip files.
-        unusable = {c.lower() for c in unusable_stats}
-        stats_columns = [n for n, _ in table.columns if n.lower() not in unusable]
-        parts = decompose(expr, partition_keys=keys, stats_columns=[*stats_columns, *keys])
-        partition_part, files_part, residual = _part(parts.partition), _part(parts.files), _part(parts.residual)
-    if partition_part is None:
-        listing = table_listing(ms, table)
-        files = list(listing.files)
-        partitions_total = partitions_selected = listing.partitions
-        files_total, bytes_total = len(files), listing.bytes
-    else:
-        partitions = ms.get_partitions_by_filter(db, name, partition_part)
-        partitions_selected = len(partitions)
-        files = ms.list_files(db, name, partitions) if partitions else []
-        partitions_total, files_total, bytes_total = table_totals(ms, table)
-    if files_part is not None and files:
-        if {c.lower() for c in columns_of(files_part)} & {k.lower() for k in keys}:
-            files = [_with_partition_stats(f) for f in files]
-        files = select_files(files_part, files, list(table.schema))
-    report = ScanReport(
-        table=table.qualified_name,
-        partitions_total=partitions_total,
-        partitions_selected=partitions_selected,
-        files_total=files_total,
-        files_selected=len(files),
-        bytes_total=bytes_total,
-        bytes_selected=sum(f.size_bytes for f in files),
-        planning_ms=(time.perf_counter() - started) * 1000.0,
-        filter=_text(expr),
-        partition_filter=_text(partition_part),
-        file_filter=_text(files_part),
-        residual=_text(residual),
-        notes=tuple(notes),
-    )
-    return ScanPlan(table=table, files=files, residual=residual, report=report)
+    """Plan a scan of `table` for rows where `expr` is TRUE (None: every row); see `ScanPlanner`."""
+    return ScanPlanner(ms, table, expr, notes=notes, bound=bound, unusable_stats=unusable_stats).plan()

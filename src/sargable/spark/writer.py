@@ -18,6 +18,7 @@ Until step 4 the table is unchanged: a failure removes this write's files; a kil
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import posixpath
 import time
 import uuid
@@ -35,6 +36,7 @@ from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
 from sargable.spark.files import DATA_SUFFIX, FileSystem, join, relative
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
+from sargable.spark.session import job_description, parallelism
 from sargable.stats import FileStats
 from sargable.types import DataType
 
@@ -135,27 +137,33 @@ def _aligned(df: Any, table: Table) -> Any:
     return df.select(*out)
 
 
-def _footer_stats(sc: Any, items: list[tuple[str, str, dict[str, Any], int]], table: Table) -> list[FileStats]:
-    """Statistics of the staged files, read from their footers by a Spark job (on the executors)."""
+def _footer_stats(spark: Any, items: list[tuple[str, str, dict[str, Any], int]], table: Table) -> list[FileStats]:
+    """Statistics of the staged files, read from their footers by a Spark job (on the executors).
+
+    The job is a Python UDF over `spark.range(len(items))`, not an RDD, so it runs the same way from a classic
+    session and from a Spark Connect one.
+    """
     if not items:
         return []
-    sc.setJobDescription(f"sargable: footer statistics of {len(items)} files for {table.qualified_name}")
-    try:
-        slices = max(1, min(len(items), sc.defaultParallelism * 4))
-        return sc.parallelize(items, slices).map(_footer_task(list(table.columns))).collect()
-    finally:
-        sc.setJobDescription(None)
+    from pyspark.sql.functions import col, udf
+    from pyspark.sql.types import BinaryType
+
+    slices = max(1, min(len(items), parallelism(spark) * 4))
+    footer = udf(_footer_task(items, list(table.columns)), BinaryType(), useArrow=False)
+    with job_description(spark, f"sargable: footer statistics of {len(items)} files for {table.qualified_name}"):
+        rows = spark.range(0, len(items), 1, slices).select(footer(col("id"))).collect()
+    return [pickle.loads(row[0]) for row in rows]
 
 
-def _footer_task(columns: Sequence[tuple[str, DataType]]) -> Any:
-    """A picklable function for executors: (staged path, final path, spec, size) -> FileStats from the footer."""
+def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns: Sequence[tuple[str, DataType]]) -> Any:
+    """A picklable function for executors: item index -> pickled FileStats read from that staged file's footer."""
 
-    def task(item: tuple[str, str, dict[str, Any], int]) -> FileStats:
+    def task(index: int) -> bytes:
         from sargable.stats import stats_from_parquet
 
-        staged, final, spec, size = item
+        staged, final, spec, size = items[index]
         stats = stats_from_parquet(staged, list(columns))
-        return dataclasses.replace(stats, path=final, partition=spec, size_bytes=size)
+        return pickle.dumps(dataclasses.replace(stats, path=final, partition=spec, size_bytes=size))
 
     return task
 
@@ -206,7 +214,7 @@ def write(
         staging = join(location, STAGING_DIR, uuid.uuid4().hex)
         moved: list[str] = []
         try:
-            writer = _aligned(df, tbl).write.mode("errorifexists")
+            writer = _aligned(df, tbl).write.mode("error")
             if tbl.partition_keys:
                 writer = writer.partitionBy(*tbl.partition_key_names)
             with _timestamp_micros(df.sparkSession):
@@ -220,7 +228,7 @@ def write(
                 values = parse_partition_name(folder, tbl.partition_keys) if tbl.partition_keys else ()
                 spec = dict(zip(tbl.partition_key_names, values, strict=True))
                 items.append((path, join(location, rel), spec, size))
-            files = _footer_stats(df.sparkSession.sparkContext, items, tbl)
+            files = _footer_stats(df.sparkSession, items, tbl)
             with _status(console, f"moving {len(items)} files into {location}"):
                 for source, target, _, _ in items:
                     fs.move(source, target)

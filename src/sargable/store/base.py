@@ -253,6 +253,116 @@ class Store(ABC):
         return f"<{type(self).__name__} {self.url}>"
 
 
+class KeyspaceSQL:
+    """The statements of one keyspace that every SQL backend words alike, from its quoted table and parameter mark;
+    a backend's subclass adds the ones its dialect words differently (create, put, multi_get)."""
+
+    create: str
+    """Create the keyspace's table if it does not exist."""
+    put: str
+    """Insert or replace one (k, v) row: the backend's upsert."""
+
+    def __init__(self, table: str, mark: str) -> None:
+        self.drop = f"DROP TABLE IF EXISTS {table}"
+        self.get = f"SELECT v FROM {table} WHERE k = {mark}"
+        self.delete = f"DELETE FROM {table} WHERE k = {mark}"
+        self.scan_open = f"SELECT k, v FROM {table} WHERE k >= {mark} ORDER BY k LIMIT {mark}"
+        self.scan = f"SELECT k, v FROM {table} WHERE k >= {mark} AND k < {mark} ORDER BY k LIMIT {mark}"
+        self.scan_open_desc = f"SELECT k, v FROM {table} WHERE k >= {mark} ORDER BY k DESC LIMIT {mark}"
+        self.scan_desc = f"SELECT k, v FROM {table} WHERE k >= {mark} AND k < {mark} ORDER BY k DESC LIMIT {mark}"
+        self.count_open = f"SELECT count(*) FROM {table} WHERE k >= {mark}"
+        self.count = f"SELECT count(*) FROM {table} WHERE k >= {mark} AND k < {mark}"
+        self.delete_open = f"DELETE FROM {table} WHERE k >= {mark}"
+        self.delete_range = f"DELETE FROM {table} WHERE k >= {mark} AND k < {mark}"
+
+
+class SQLStore(Store):
+    """A store over a SQL database, one table per keyspace: the reads and writes whose logic (keyset paging, range
+    checks) is the same on every backend, which supplies its statements (`_sql`) and how it runs one (`_run`,
+    `_statement`)."""
+
+    @abstractmethod
+    def _sql(self, keyspace: str) -> KeyspaceSQL:
+        """The statements of a keyspace (its name validated by `check_keyspace`), built once."""
+
+    @abstractmethod
+    def _run(self, fn: Callable[[], T], action: str) -> T:
+        """Call `fn`, which runs statements, turning the driver's errors into `StoreError`s (and retrying conflicts
+        where the backend can)."""
+
+    @abstractmethod
+    def _statement(self, sql: str, params: Sequence[Any]) -> Any:
+        """Execute one statement with bound parameters; the driver's cursor (fetchall / fetchone / rowcount)."""
+
+    def scan(
+        self,
+        keyspace: str,
+        start: bytes | None = None,
+        stop: bytes | None = None,
+        *,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        statements = self._sql(keyspace)
+        low, high = check_range(start, stop)
+        return self._scan(statements, keyspace, low, high, reverse, check_limit(limit))
+
+    def _scan(
+        self, statements: KeyspaceSQL, keyspace: str, low: bytes, high: bytes | None, reverse: bool, limit: int | None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Keyset paging: each page starts past the last key of the previous one, so no query holds a cursor open."""
+        if high is not None and low >= high:
+            return
+        statement, run = self._statement, self._run
+        action = f"scan of {keyspace}"
+        for size in page_sizes(limit):
+            if high is None:
+                sql, params = (statements.scan_open_desc if reverse else statements.scan_open), (low, size)
+            else:
+                sql, params = (statements.scan_desc if reverse else statements.scan), (low, high, size)
+            rows = run(lambda s=sql, p=params: statement(s, p).fetchall(), action)
+            yield from rows
+            if len(rows) < size:
+                return
+            if reverse:
+                high = rows[-1][0]
+            else:
+                low = successor(rows[-1][0])
+
+    def count(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
+        statements = self._sql(keyspace)
+        low, high = check_range(start, stop)
+        if high is None:
+            sql, params = statements.count_open, (low,)
+        else:
+            sql, params = statements.count, (low, high)
+        return self._run(lambda: self._statement(sql, params).fetchone()[0], f"count of {keyspace}")
+
+    def put(self, keyspace: str, key: bytes, value: bytes) -> None:
+        self._check_writable()
+        sql = self._sql(keyspace).put
+        params = (writable_key(key), as_bytes(value, "value"))
+        self._run(lambda: self._statement(sql, params), f"put into {keyspace}")
+
+    def delete(self, keyspace: str, key: bytes) -> bool:
+        self._check_writable()
+        sql = self._sql(keyspace).delete
+        params = (as_bytes(key),)
+        return self._run(lambda: self._statement(sql, params).rowcount, f"delete from {keyspace}") > 0
+
+    def delete_range(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
+        self._check_writable()
+        statements = self._sql(keyspace)
+        low, high = check_range(start, stop)
+        if high is None:
+            sql, params = statements.delete_open, (low,)
+        else:
+            if low >= high:
+                return 0
+            sql, params = statements.delete_range, (low, high)
+        return self._run(lambda: self._statement(sql, params).rowcount, f"delete_range of {keyspace}")
+
+
 def check_range(start: bytes | None, stop: bytes | None) -> tuple[bytes, bytes | None]:
     """Validate scan bounds; a None start becomes b"" (the smallest key)."""
     return (b"" if start is None else as_bytes(start, "bound")), (None if stop is None else as_bytes(stop, "bound"))

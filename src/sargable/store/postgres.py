@@ -18,24 +18,12 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from sargable.errors import StoreError, TransactionConflictError
-from sargable.store.base import (
-    TABLE_PREFIX,
-    Store,
-    as_bytes,
-    check_keyspace,
-    check_limit,
-    check_range,
-    page_sizes,
-    successor,
-    unique_items,
-    unique_keys,
-    writable_key,
-)
+from sargable.store.base import TABLE_PREFIX, KeyspaceSQL, SQLStore, as_bytes, check_keyspace, unique_items, unique_keys
 
 T = TypeVar("T")
 
@@ -85,32 +73,21 @@ def _import_psycopg() -> Any:
     return psycopg
 
 
-class _Statements:
+class _Statements(KeyspaceSQL):
     """The SQL of one keyspace, built once with properly quoted identifiers."""
 
     def __init__(self, psycopg: Any, conn: Any, schema: str, keyspace: str) -> None:
-        sql = psycopg.sql
-        table = sql.Identifier(schema, TABLE_PREFIX + keyspace).as_string(conn)
+        table = psycopg.sql.Identifier(schema, TABLE_PREFIX + keyspace).as_string(conn)
+        super().__init__(table, "%s")
         self.create = f"CREATE TABLE IF NOT EXISTS {table} (k bytea PRIMARY KEY, v bytea NOT NULL)"
-        self.drop = f"DROP TABLE IF EXISTS {table}"
-        self.get = f"SELECT v FROM {table} WHERE k = %s"
         self.get_for_update = f"SELECT v FROM {table} WHERE k = %s FOR UPDATE"
         self.multi_get = f"SELECT k, v FROM {table} WHERE k = ANY(%s)"
         upsert = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
         self.put = f"INSERT INTO {table} (k, v) VALUES (%s, %s) {upsert}"
         self.put_many = f"INSERT INTO {table} (k, v) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) {upsert}"
-        self.delete = f"DELETE FROM {table} WHERE k = %s"
-        self.scan_open = f"SELECT k, v FROM {table} WHERE k >= %s ORDER BY k LIMIT %s"
-        self.scan = f"SELECT k, v FROM {table} WHERE k >= %s AND k < %s ORDER BY k LIMIT %s"
-        self.scan_open_desc = f"SELECT k, v FROM {table} WHERE k >= %s ORDER BY k DESC LIMIT %s"
-        self.scan_desc = f"SELECT k, v FROM {table} WHERE k >= %s AND k < %s ORDER BY k DESC LIMIT %s"
-        self.count_open = f"SELECT count(*) FROM {table} WHERE k >= %s"
-        self.count = f"SELECT count(*) FROM {table} WHERE k >= %s AND k < %s"
-        self.delete_open = f"DELETE FROM {table} WHERE k >= %s"
-        self.delete_range = f"DELETE FROM {table} WHERE k >= %s AND k < %s"
 
 
-class PostgresStore(Store):
+class PostgresStore(SQLStore):
     """A store in a PostgreSQL database (`postgresql://user[:password]@host[:port]/db[?schema=name]`)."""
 
     backend = "postgresql"
@@ -170,6 +147,9 @@ class PostgresStore(Store):
             statements = _Statements(self._psycopg, self._conn, self.schema, keyspace)
             self._statements[keyspace] = statements
         return statements
+
+    def _statement(self, sql: str, params: Sequence[Any]) -> Any:
+        return self._cursor.execute(sql, params)
 
     # --- transaction primitives -----------------------------------------------------------------------------
 
@@ -251,56 +231,7 @@ class PostgresStore(Store):
             found.update(rows)
         return found
 
-    def scan(
-        self,
-        keyspace: str,
-        start: bytes | None = None,
-        stop: bytes | None = None,
-        *,
-        reverse: bool = False,
-        limit: int | None = None,
-    ) -> Iterator[tuple[bytes, bytes]]:
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        return self._scan(statements, keyspace, low, high, reverse, check_limit(limit))
-
-    def _scan(
-        self, statements: _Statements, keyspace: str, low: bytes, high: bytes | None, reverse: bool, limit: int | None
-    ) -> Iterator[tuple[bytes, bytes]]:
-        if high is not None and low >= high:
-            return
-        cursor = self._cursor
-        action = f"scan of {keyspace}"
-        for size in page_sizes(limit):
-            if high is None:
-                sql, params = (statements.scan_open_desc if reverse else statements.scan_open), (low, size)
-            else:
-                sql, params = (statements.scan_desc if reverse else statements.scan), (low, high, size)
-            rows = self._run(lambda s=sql, p=params: cursor.execute(s, p).fetchall(), action)
-            yield from rows
-            if len(rows) < size:
-                return
-            if reverse:
-                high = rows[-1][0]
-            else:
-                low = successor(rows[-1][0])
-
-    def count(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        if high is None:
-            sql, params = statements.count_open, (low,)
-        else:
-            sql, params = statements.count, (low, high)
-        return self._run(lambda: self._cursor.execute(sql, params).fetchone()[0], f"count of {keyspace}")
-
     # --- writes ---------------------------------------------------------------------------------------------
-
-    def put(self, keyspace: str, key: bytes, value: bytes) -> None:
-        self._check_writable()
-        sql = self._sql(keyspace).put
-        params = (writable_key(key), as_bytes(value, "value"))
-        self._run(lambda: self._cursor.execute(sql, params), f"put into {keyspace}")
 
     def put_many(self, keyspace: str, items: Iterable[tuple[bytes, bytes]]) -> int:
         self._check_writable()
@@ -316,21 +247,3 @@ class PostgresStore(Store):
         if pairs:
             self.run_in_transaction(write, attempts=AUTOCOMMIT_ATTEMPTS)
         return len(pairs)
-
-    def delete(self, keyspace: str, key: bytes) -> bool:
-        self._check_writable()
-        sql = self._sql(keyspace).delete
-        params = (as_bytes(key),)
-        return self._run(lambda: self._cursor.execute(sql, params).rowcount, f"delete from {keyspace}") > 0
-
-    def delete_range(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
-        self._check_writable()
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        if high is None:
-            sql, params = statements.delete_open, (low,)
-        else:
-            if low >= high:
-                return 0
-            sql, params = statements.delete_range, (low, high)
-        return self._run(lambda: self._cursor.execute(sql, params).rowcount, f"delete_range of {keyspace}")

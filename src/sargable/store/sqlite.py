@@ -12,56 +12,43 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sargable.errors import StoreError, TransactionConflictError
-from sargable.store.base import (
-    TABLE_PREFIX,
-    Store,
-    as_bytes,
-    check_keyspace,
-    check_limit,
-    check_range,
-    page_sizes,
-    successor,
-    unique_items,
-    unique_keys,
-    writable_key,
-)
+from sargable.store.base import TABLE_PREFIX, KeyspaceSQL, SQLStore, as_bytes, check_keyspace, unique_items, unique_keys
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 60.0
 """How long a statement waits for another process's lock before failing."""
 MULTI_GET_CHUNK = 256
-"""Keys per `IN (...)` query of multi_get; short chunks are padded so the SQL text (and its prepared plan) is one."""
+"""Most keys per `IN (...)` query of multi_get."""
+MULTI_GET_SHAPES = tuple(1 << n for n in range(MULTI_GET_CHUNK.bit_length()))
+"""The `IN (...)` sizes multi_get prepares (1, 2, 4, ..., 256): a chunk is padded to the next one, at most doubling
+it, so one key costs about a get and sqlite3's statement cache holds a few shapes per keyspace."""
 
 
-class _Statements:
-    """The SQL of one keyspace, built once from its validated name."""
+class _Statements(KeyspaceSQL):
+    """The SQL of one keyspace, built once from its validated name; every attribute is one SQL text."""
 
     def __init__(self, keyspace: str) -> None:
         table = f'"{TABLE_PREFIX}{keyspace}"'
+        super().__init__(table, "?")
         self.create = f"CREATE TABLE IF NOT EXISTS {table} (k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
-        self.drop = f"DROP TABLE IF EXISTS {table}"
-        self.get = f"SELECT v FROM {table} WHERE k = ?"
-        marks = ", ".join("?" * MULTI_GET_CHUNK)
-        self.multi_get = f"SELECT k, v FROM {table} WHERE k IN ({marks})"
         self.put = f"INSERT OR REPLACE INTO {table} (k, v) VALUES (?, ?)"
-        self.delete = f"DELETE FROM {table} WHERE k = ?"
-        self.scan_open = f"SELECT k, v FROM {table} WHERE k >= ? ORDER BY k LIMIT ?"
-        self.scan = f"SELECT k, v FROM {table} WHERE k >= ? AND k < ? ORDER BY k LIMIT ?"
-        self.scan_open_desc = f"SELECT k, v FROM {table} WHERE k >= ? ORDER BY k DESC LIMIT ?"
-        self.scan_desc = f"SELECT k, v FROM {table} WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT ?"
-        self.count_open = f"SELECT count(*) FROM {table} WHERE k >= ?"
-        self.count = f"SELECT count(*) FROM {table} WHERE k >= ? AND k < ?"
-        self.delete_open = f"DELETE FROM {table} WHERE k >= ?"
-        self.delete_range = f"DELETE FROM {table} WHERE k >= ? AND k < ?"
+        for marks in MULTI_GET_SHAPES:
+            setattr(self, f"multi_get_{marks}", f"SELECT k, v FROM {table} WHERE k IN ({', '.join('?' * marks)})")
+
+    def multi_get(self, count: int) -> tuple[str, int]:
+        """(SQL, number of marks) of the `IN (...)` query for up to MULTI_GET_CHUNK keys: the smallest of the
+        MULTI_GET_SHAPES holding `count` keys (padded by repeating a key)."""
+        marks = min(MULTI_GET_CHUNK, 1 << (count - 1).bit_length())
+        return getattr(self, f"multi_get_{marks}"), marks
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLStore):
     """A store in one SQLite database file (`sqlite:////abs/path.db`, `sqlite:///rel/path.db`, `sqlite://`)."""
 
     backend = "sqlite"
@@ -139,6 +126,9 @@ class SQLiteStore(Store):
             statements = self._statements[check_keyspace(keyspace)] = _Statements(keyspace)
         return statements
 
+    def _statement(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        return self._conn.execute(sql, params)
+
     # --- transaction primitives -----------------------------------------------------------------------------
 
     def _begin(self, readonly: bool) -> None:
@@ -199,66 +189,18 @@ class SQLiteStore(Store):
         return None if row is None else row[0]
 
     def multi_get(self, keyspace: str, keys: Iterable[bytes]) -> dict[bytes, bytes]:
-        sql = self._sql(keyspace).multi_get
+        statements = self._sql(keyspace)
         wanted = unique_keys(keys)
         found: dict[bytes, bytes] = {}
         for offset in range(0, len(wanted), MULTI_GET_CHUNK):
             chunk = list(wanted[offset : offset + MULTI_GET_CHUNK])
-            chunk.extend([chunk[-1]] * (MULTI_GET_CHUNK - len(chunk)))
-            rows = self._run(lambda c=chunk: self._conn.execute(sql, c).fetchall(), f"multi_get from {keyspace}")
+            sql, marks = statements.multi_get(len(chunk))
+            chunk.extend([chunk[-1]] * (marks - len(chunk)))
+            rows = self._run(lambda s=sql, c=chunk: self._conn.execute(s, c).fetchall(), f"multi_get from {keyspace}")
             found.update(rows)
         return found
 
-    def scan(
-        self,
-        keyspace: str,
-        start: bytes | None = None,
-        stop: bytes | None = None,
-        *,
-        reverse: bool = False,
-        limit: int | None = None,
-    ) -> Iterator[tuple[bytes, bytes]]:
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        return self._scan(statements, keyspace, low, high, reverse, check_limit(limit))
-
-    def _scan(
-        self, statements: _Statements, keyspace: str, low: bytes, high: bytes | None, reverse: bool, limit: int | None
-    ) -> Iterator[tuple[bytes, bytes]]:
-        if high is not None and low >= high:
-            return
-        execute = self._conn.execute
-        action = f"scan of {keyspace}"
-        for size in page_sizes(limit):
-            if high is None:
-                sql, params = (statements.scan_open_desc if reverse else statements.scan_open), (low, size)
-            else:
-                sql, params = (statements.scan_desc if reverse else statements.scan), (low, high, size)
-            rows = self._run(lambda s=sql, p=params: execute(s, p).fetchall(), action)
-            yield from rows
-            if len(rows) < size:
-                return
-            if reverse:
-                high = rows[-1][0]
-            else:
-                low = successor(rows[-1][0])
-
-    def count(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        if high is None:
-            sql, params = statements.count_open, (low,)
-        else:
-            sql, params = statements.count, (low, high)
-        return self._run(lambda: self._conn.execute(sql, params).fetchone()[0], f"count of {keyspace}")
-
     # --- writes ---------------------------------------------------------------------------------------------
-
-    def put(self, keyspace: str, key: bytes, value: bytes) -> None:
-        self._check_writable()
-        sql = self._sql(keyspace).put
-        params = (writable_key(key), as_bytes(value, "value"))
-        self._run(lambda: self._cursor.execute(sql, params), f"put into {keyspace}")
 
     def put_many(self, keyspace: str, items: Iterable[tuple[bytes, bytes]]) -> int:
         self._check_writable()
@@ -272,21 +214,3 @@ class SQLiteStore(Store):
             with self.transaction():
                 self._run(lambda: self._conn.executemany(sql, pairs), f"put_many into {keyspace}")
         return len(pairs)
-
-    def delete(self, keyspace: str, key: bytes) -> bool:
-        self._check_writable()
-        sql = self._sql(keyspace).delete
-        params = (as_bytes(key),)
-        return self._run(lambda: self._conn.execute(sql, params).rowcount, f"delete from {keyspace}") > 0
-
-    def delete_range(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
-        self._check_writable()
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        if high is None:
-            sql, params = statements.delete_open, (low,)
-        else:
-            if low >= high:
-                return 0
-            sql, params = statements.delete_range, (low, high)
-        return self._run(lambda: self._conn.execute(sql, params).rowcount, f"delete_range of {keyspace}")

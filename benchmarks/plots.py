@@ -1,0 +1,279 @@
+"""PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, files read per
+TPC-DS query, data-skipping tightness and speed.
+
+    .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
+
+Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json`,
+`tpcds.json` and `skipping.json`. A plot whose results file is missing is skipped with a message, never drawn
+from invented figures. For TPC-DS, `tpcds-recorded.json` (the figures of the table in docs/benchmarks.md, as
+measured and recorded there) stands in until `tpcds.py --json` has written `tpcds.json`. Needs matplotlib (the
+bench extra); draws with the Agg backend, so no display is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+ROOT = Path(__file__).resolve().parent.parent
+SARGABLE = "sargable sqlite"
+PEER_STYLES = {
+    "sargable sqlite": ("#1f6feb", "o", "sargable (SQLite)"),
+    "sargable pg": ("#6f42c1", "s", "sargable (PostgreSQL)"),
+    "deltalake": ("#d97706", "^", "deltalake"),
+    "pyiceberg": ("#16a34a", "v", "pyiceberg"),
+    "spark hms": ("#dc2626", "D", "Spark Hive metastore"),
+    "brute force": ("#6b7280", "x", "brute force (sg.evaluate)"),
+}
+PEERS = ("deltalake", "pyiceberg", "spark hms")
+"""The systems a speed-up is measured against (the fastest of them per cell)."""
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def _ratio_text(ratio: float) -> str:
+    return f"{ratio:,.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
+
+
+def _footer(fig: Any, text: str) -> None:
+    fig.text(0.01, 0.005, text, fontsize=7.5, color="#555555", ha="left", va="bottom")
+
+
+# ------------------------------------------------------------------------------------------ planning latency
+
+
+def plot_partition_filter(data: dict[str, Any], out: Path) -> Path:
+    """Log-log latency vs partition count, one panel per filter, the speed-up over the fastest peer annotated."""
+    sizes = sorted(entry["size"] for entry in data["sizes"])
+    by_size = {entry["size"]: entry for entry in data["sizes"]}
+    filters = list(by_size[sizes[0]]["expected"])
+    systems = [s for s in PEER_STYLES if any(c["system"] == s for e in data["sizes"] for c in e["cells"])]
+    cells = {(e["size"], c["system"], c["filter"]): c["ms"] for e in data["sizes"] for c in e["cells"]}
+    cols = 4
+    rows = -(-len(filters) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(15, 4.2 * rows), sharex=True, squeeze=False)
+    for ax, name in zip(axes.flat, filters, strict=False):
+        for system in systems:
+            points = [(s, cells[(s, system, name)]) for s in sizes if (s, system, name) in cells]
+            if not points or (system == "brute force" and by_size[sizes[0]]["expected"][name] == sizes[0]):
+                # without a filter the brute force only counts its list: nothing to compare
+                continue
+            color, marker, label = PEER_STYLES[system]
+            strong = system.startswith("sargable")
+            ax.plot(
+                *zip(*points, strict=True),
+                color=color,
+                marker=marker,
+                label=label,
+                linewidth=2.6 if strong else 1.4,
+                markersize=7 if strong else 5,
+                alpha=1.0 if strong else 0.85,
+            )
+        for size in sizes:
+            own = cells.get((size, SARGABLE, name))
+            peers = [cells[(size, p, name)] for p in PEERS if (size, p, name) in cells]
+            if own and peers:
+                ratio = min(peers) / own
+                ax.annotate(
+                    _ratio_text(ratio),
+                    (size, own),
+                    textcoords="offset points",
+                    xytext=(0, -16),
+                    ha="center",
+                    fontsize=10,
+                    fontweight="bold",
+                    color="#1f6feb" if ratio >= 1 else "#b91c1c",
+                )
+        returned = by_size[sizes[-1]]["expected"].get(name)
+        selective = returned is not None and returned <= 0.15 * sizes[-1]
+        ax.set_title(f"{name}" + ("" if selective else "  (not selective)"), fontsize=11)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+        ax.minorticks_off()
+        ax.grid(True, which="major", alpha=0.3)
+        ax.margins(x=0.15, y=0.25)
+    for ax in axes.flat[len(filters) :]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("latency, ms (log)")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("partitions (log)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.955), ncol=len(labels), frameon=False)
+    fig.suptitle(
+        "Partition filtering: latency vs table size (labels: speed-up of sargable over the fastest peer)",
+        y=0.995,
+        fontsize=13,
+    )
+    _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
+    fig.tight_layout(rect=(0, 0.02, 1, 0.92))
+    path = out / "partition_filter_latency.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------------------------ TPC-DS
+
+
+def plot_tpcds(data: dict[str, Any], out: Path) -> Path:
+    """Files read per query (DPP off / DPP on / sargable) and end-to-end seconds, with sargable's speed-up."""
+    queries = data["queries"]
+    names = [q["query"] for q in queries]
+    ways = [("Spark DPP off", "#9ca3af"), ("Spark DPP on", "#dc2626"), ("sargable prune_by", "#1f6feb")]
+    fig, (files_ax, time_ax) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True)
+    width = 0.27
+    xs = range(len(names))
+    for n, (way, color) in enumerate(ways):
+        values = [q["ways"].get(way, {}).get("files") for q in queries]
+        offsets = [x + (n - 1) * width for x in xs]
+        bars = files_ax.bar(offsets, [v or 0 for v in values], width, label=way, color=color)
+        if way != "Spark DPP off":
+            files_ax.bar_label(bars, labels=[f"{v:,}" if v is not None else "" for v in values], fontsize=8)
+    total = data.get("files_total")
+    if total:
+        files_ax.axhline(total, color="#6b7280", linestyle=":", linewidth=1)
+        files_ax.text(len(names) - 0.5, total, f"whole table: {total:,} files", ha="right", va="bottom", fontsize=9)
+    files_ax.set_ylabel("files read")
+    files_ax.set_title("Files read per query: sargable reads exactly what Spark's DPP reads", fontsize=12)
+    files_ax.legend(loc="upper left", frameon=False, ncol=3)
+    files_ax.margins(y=0.15)
+
+    time_ways = [("Spark DPP on", "#dc2626"), ("Spark DPP on, open", "#f59e0b"), ("sargable prune_by", "#1f6feb")]
+    labels = {"Spark DPP on, open": "Spark DPP on, table already open"}
+    for n, (way, color) in enumerate(time_ways):
+        values = [q["ways"].get(way, {}).get("seconds") for q in queries]
+        offsets = [x + (n - 1) * width for x in xs]
+        time_ax.bar(offsets, [v or 0 for v in values], width, label=labels.get(way, way), color=color)
+    for x, q in zip(xs, queries, strict=True):
+        dpp = q["ways"].get("Spark DPP on", {}).get("seconds")
+        ours = q["ways"].get("sargable prune_by", {}).get("seconds")
+        if dpp and ours:
+            time_ax.annotate(
+                _ratio_text(dpp / ours),
+                (x + width, ours),
+                textcoords="offset points",
+                xytext=(0, 3),
+                ha="center",
+                fontsize=10,
+                fontweight="bold",
+                color="#1f6feb",
+            )
+    time_ax.set_ylabel("seconds, end to end")
+    time_ax.set_title("Query time (labels: sargable's speed-up over Spark DPP with partition listing)", fontsize=12)
+    time_ax.legend(loc="upper right", frameon=False, ncol=3)
+    time_ax.set_xticks(list(xs), names)
+    time_ax.margins(y=0.15)
+    scale = data.get("scale")
+    fig.suptitle(f"TPC-DS{f' SF{scale:g}' if scale else ''} star queries on store_sales", fontsize=13)
+    _footer(fig, f"{data.get('command', '')}  {data.get('source', '')}".strip())
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    path = out / "tpcds_files_read.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------------------------ skipping
+
+
+def plot_skipping(data: dict[str, Any], out: Path) -> Path:
+    """Tightness (files kept that hold no match) and the time to evaluate 1,000,000 files' statistics."""
+    tight = data["tightness"]
+    fig, (tight_ax, time_ax) = plt.subplots(1, 2, figsize=(14, 5.2), gridspec_kw={"width_ratios": [1.1, 1]})
+    methods = list(tight["methods"])
+    matching, without = tight["files_with_match"], tight["files_without_match"]
+    extra = [tight["methods"][m]["kept"] - matching for m in methods]
+    labels = [m.replace(", ", "\n") for m in methods]
+    tight_ax.barh(labels, [matching] * len(methods), color="#1f6feb", label="kept, holds a matching row")
+    tight_ax.barh(labels, extra, left=[matching] * len(methods), color="#f59e0b", label="kept, holds no match")
+    for y, (method, wasted) in enumerate(zip(methods, extra, strict=True)):
+        skipped = tight["methods"][method]["skipped_without_match"] / max(1, without)
+        tight_ax.text(
+            matching + wasted,
+            y,
+            f"  {matching + wasted:,} read:\n  skips {skipped:.1%} of the\n  files without a match",
+            va="center",
+            fontsize=10,
+            fontweight="bold",
+        )
+    tight_ax.set_xlim(0, max(matching + e for e in extra) * 2.6)
+    tight_ax.invert_yaxis()
+    tight_ax.set_xlabel(f"files kept, of {tight['files']:,} ({matching:,} hold a matching row)")
+    tight_ax.set_title("Tightness: files read that hold no matching row", fontsize=12)
+    tight_ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False, fontsize=9)
+
+    short = {
+        "sargable select_files (vectorized, Arrow)": ("sargable select_files\n(vectorized, Arrow)", "#1f6feb"),
+        "sargable may_match loop (row at a time)": ("sargable may_match\n(a file at a time)", "#93c5fd"),
+        "pyiceberg _InclusiveMetricsEvaluator loop": ("pyiceberg inclusive\nmetrics evaluator", "#16a34a"),
+    }
+    timing = [t for t in data["timing"] if t["method"] in short and t["seconds"] == t["seconds"]]  # NaN: none
+    names = [short[t["method"]][0] for t in timing]
+    seconds = [t["seconds"] for t in timing]
+    colors = [short[t["method"]][1] for t in timing]
+    bars = time_ax.bar(names, seconds, color=colors)
+    base = timing[0]["seconds"]
+    time_ax.bar_label(
+        bars,
+        labels=[
+            f"{s * 1000:,.0f} ms" + ("" if i == 0 else f"\n{s / base:,.0f}x slower") for i, s in enumerate(seconds)
+        ],
+        fontsize=9,
+    )
+    time_ax.set_yscale("log")
+    time_ax.set_ylabel("seconds (log)")
+    time_ax.set_xlabel(f"the loops run on {data['sample']:,} of the files; their times are scaled up", fontsize=9)
+    time_ax.set_title(f"Evaluating {data['files']:,} files' statistics (5-leaf predicate)", fontsize=12)
+    time_ax.tick_params(axis="x", labelsize=9)
+    time_ax.margins(y=0.3)
+    fig.suptitle("Data skipping: the same statistics, sargable vs pyiceberg", fontsize=13)
+    _footer(fig, f"{data.get('command', '')}   tightness predicate: {tight['predicate']}")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path = out / "skipping.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results"), help="where the JSON results are")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "img"), help="where the PNG plots go")
+    args = parser.parse_args(argv)
+    results, out = Path(args.results), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tpcds = "tpcds.json" if (results / "tpcds.json").is_file() else "tpcds-recorded.json"
+    plots = [
+        ("partition_filter.json", plot_partition_filter),
+        (tpcds, plot_tpcds),
+        ("skipping.json", plot_skipping),
+    ]
+    for name, plot in plots:
+        data = _load(results / name)
+        if data is None:
+            print(f"skipped {plot.__name__}: no {results / name} (run the benchmark with --json)", file=sys.stderr)
+            continue
+        print(f"wrote {plot(data, out)} from {results / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
