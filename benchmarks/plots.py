@@ -5,9 +5,7 @@ TPC-DS query, data-skipping tightness and speed.
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json`,
 `tpcds.json` and `skipping.json`. A plot whose results file is missing is skipped with a message, never drawn
-from invented figures. For TPC-DS, `tpcds-recorded.json` (the figures of the table in docs/benchmarks.md, as
-measured and recorded there) stands in until `tpcds.py --json` has written `tpcds.json`. Needs matplotlib (the
-bench extra); draws with the Agg backend, so no display is needed.
+from invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no display is needed.
 """
 
 from __future__ import annotations
@@ -180,7 +178,7 @@ def plot_tpcds(data: dict[str, Any], out: Path) -> Path:
     time_ax.margins(y=0.15)
     scale = data.get("scale")
     fig.suptitle(f"TPC-DS{f' SF{scale:g}' if scale else ''} star queries on store_sales", fontsize=13)
-    _footer(fig, f"{data.get('command', '')}  {data.get('source', '')}".strip())
+    _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     path = out / "tpcds_files_read.png"
     fig.savefig(path, dpi=100)
@@ -260,10 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results, out = Path(args.results), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tpcds = "tpcds.json" if (results / "tpcds.json").is_file() else "tpcds-recorded.json"
     plots = [
         ("partition_filter.json", plot_partition_filter),
-        (tpcds, plot_tpcds),
+        ("tpcds.json", plot_tpcds),
         ("skipping.json", plot_skipping),
     ]
     for name, plot in plots:
