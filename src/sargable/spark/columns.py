@@ -5,14 +5,22 @@ on the client (`pyspark.sql.connect.expressions`). Both are walked iteratively, 
 comparisons, AND/OR/NOT, IN, IS [NOT] NULL, LIKE, RLIKE and startswith/endswith/contains, and `F.expr("...")`
 text through the filter parser. Anything else (functions, casts, column-to-column arithmetic) can't be planned by
 sargable: `split_column` hands such conjuncts back as Columns for Spark to apply.
+
+A `TimestampType` literal is an instant (pyspark makes one from a naive `datetime` in the Python process's local
+zone), and Spark compares it with a `timestamp` column's wall-clock values read in the session time zone; given
+`time_zone`, such a literal becomes the wall-clock time of its instant in that zone. `TimestampNTZType` literals
+are wall-clock times already and are kept as written.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sargable.errors import SargableError
 from sargable.expr import Comparison, Expr, In, IsNull, Like, Literal, Not, Regex, and_, col, lit, or_
@@ -21,6 +29,18 @@ from sargable.types import parse_date, parse_timestamp
 _COMPARISONS = {"=": "=", "==": "=", "<=>": "<=>", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
 _LIKE_ESCAPE = "\\"
 _CONNECT_COLUMN_MODULE = "pyspark.sql.connect.column"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?")
+_JAVA_SHORT_IDS = {
+    "ACT": "Australia/Darwin", "AET": "Australia/Sydney", "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo", "AST": "America/Anchorage", "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare", "CNT": "America/St_Johns", "CST": "America/Chicago", "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris", "IET": "America/Indiana/Indianapolis", "IST": "Asia/Kolkata",
+    "JST": "Asia/Tokyo", "MIT": "Pacific/Apia", "NET": "Asia/Yerevan", "NST": "Pacific/Auckland",
+    "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico", "PST": "America/Los_Angeles",
+    "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh", "EST": "-05:00", "MST": "-07:00", "HST": "-10:00",
+}  # fmt: skip
+"""Java's `ZoneId.SHORT_IDS`, which Spark accepts as session time zones."""
 
 
 class UntranslatableColumn(SargableError):
@@ -54,6 +74,42 @@ def _literal_text(expr: Expr, what: str) -> str:
     if not isinstance(expr, Literal) or not isinstance(expr.value, str):
         raise UntranslatableColumn(f"{what} must be a string literal")
     return expr.value
+
+
+@functools.cache
+def _zone(name: str) -> dt.tzinfo:
+    """The zone of a Spark session time zone id: a region (`Asia/Tokyo`), an offset (`+09:00`, `GMT+9`) or `Z`."""
+    name = _JAVA_SHORT_IDS.get(name, name)
+    if name in ("Z", "UTC", "GMT", "UT"):
+        return dt.UTC
+    match = _OFFSET.fullmatch(name)
+    if match:
+        sign, hours, minutes, seconds = match.groups()
+        offset = dt.timedelta(hours=int(hours), minutes=int(minutes or 0), seconds=int(seconds or 0))
+        if offset <= dt.timedelta(hours=18):
+            return dt.timezone(-offset if sign == "-" else offset)
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UntranslatableColumn(f"unknown time zone {name!r}") from None
+
+
+def _wall_clock(micros: int, time_zone: str) -> dt.datetime:
+    """The naive wall-clock time in `time_zone` of an instant (microseconds since the epoch).
+
+    Spark reads a wall-clock time in the zone at its earlier offset when it occurs twice (clocks set back); an
+    instant in the later occurrence has no wall-clock time that Spark would read back as it, so it stays Spark's.
+    """
+    zone = _zone(time_zone)
+    try:
+        instant = _EPOCH + dt.timedelta(microseconds=micros)
+        wall = instant.astimezone(zone).replace(tzinfo=None, fold=0)
+        read_back = wall.replace(tzinfo=zone).astimezone(dt.UTC)
+    except OverflowError:
+        raise UntranslatableColumn(f"timestamp of {micros} microseconds since 1970 out of range") from None
+    if read_back != instant:
+        raise UntranslatableColumn(f"timestamp {wall} occurs twice in {time_zone} (clocks set back)")
+    return wall
 
 
 def _apply(name: str, args: list[Expr]) -> Expr:
@@ -94,12 +150,13 @@ class _Dialect(NamedTuple):
 
     call: Callable[[Any], tuple[str, list[Any]] | None]
     """A function call node's (name, argument nodes); None for a leaf."""
-    leaf: Callable[[Any], Expr]
+    leaf: Callable[[Any, str | None], Expr]
+    """A leaf node's expression, timestamp literals read in a time zone (None: the zone that made them)."""
     column: Callable[[list[Any]], list[Any]]
     """Columns of some nodes of this tree (the conjuncts Spark applies)."""
 
 
-def _translate(root: Any, dialect: _Dialect) -> Expr:
+def _translate(root: Any, dialect: _Dialect, time_zone: str | None) -> Expr:
     """Translate an expression tree bottom-up with an explicit stack (no recursion)."""
     results: list[Expr] = []
     stack: list[tuple[Any, tuple[str, int] | None]] = [(root, None)]
@@ -113,7 +170,7 @@ def _translate(root: Any, dialect: _Dialect) -> Expr:
             continue
         call = dialect.call(node)
         if call is None:
-            results.append(dialect.leaf(node))
+            results.append(dialect.leaf(node, time_zone))
             continue
         name, arguments = call
         stack.append((node, (name, len(arguments))))
@@ -124,8 +181,12 @@ def _translate(root: Any, dialect: _Dialect) -> Expr:
 # Classic Columns: JVM ColumnNodes through py4j.
 
 
-def _classic_value(node: Any) -> Any:
-    """The Python value of a JVM Literal (py4j converts primitives; dates and timestamps come as Java objects)."""
+def _classic_value(node: Any, time_zone: str | None) -> Any:
+    """The Python value of a JVM Literal (py4j converts primitives; dates and timestamps come as Java objects).
+
+    A `java.sql.Timestamp` or `java.time.Instant` is an instant: its microseconds are taken as Spark takes them
+    (`DateTimeUtils`), then read in `time_zone`; with None, a Timestamp is read in the JVM's default zone.
+    """
     value = node.value()
     if value is None or isinstance(value, (bool, int, float, str, Decimal)):
         return value
@@ -135,18 +196,25 @@ def _classic_value(node: Any) -> Any:
     text = str(value.toString())
     if class_name in ("java.sql.Date", "java.time.LocalDate"):
         return parse_date(text)
+    if class_name in ("java.sql.Timestamp", "java.time.Instant") and time_zone is not None:
+        from pyspark import SparkContext
+
+        assert SparkContext._jvm is not None
+        utils = SparkContext._jvm.org.apache.spark.sql.catalyst.util.DateTimeUtils
+        micros = utils.fromJavaTimestamp(value) if class_name == "java.sql.Timestamp" else utils.instantToMicros(value)
+        return _wall_clock(int(micros), time_zone)
     if class_name in ("java.sql.Timestamp", "java.time.LocalDateTime"):
         return parse_timestamp(text.replace("T", " "))
     raise UntranslatableColumn(f"literal of Java type {class_name} ({text})")
 
 
-def _classic_leaf(node: Any) -> Expr:
+def _classic_leaf(node: Any, time_zone: str | None) -> Expr:
     kind = node.getClass().getSimpleName()
     if kind == "UnresolvedAttribute":
         seq = node.nameParts()
         return _column([str(seq.apply(i)) for i in range(seq.size())])
     if kind == "Literal":
-        return lit(_classic_value(node))
+        return lit(_classic_value(node, time_zone))
     if kind == "SqlExpression":
         return _parse_sql(str(node.expression()))
     raise UntranslatableColumn(f"{kind} {node.sql()}")
@@ -178,7 +246,7 @@ _CLASSIC = _Dialect(_classic_call, _classic_leaf, _classic_columns)
 
 
 @functools.singledispatch
-def _connect_leaf(node: Any) -> Expr:
+def _connect_leaf(node: Any, time_zone: str | None) -> Expr:
     raise UntranslatableColumn(f"{type(node).__name__} {node!r}")
 
 
@@ -221,19 +289,25 @@ def _name_parts(identifier: str) -> list[str]:
     return parts
 
 
-def _connect_reference(node: Any) -> Expr:
+def _connect_reference(node: Any, time_zone: str | None) -> Expr:
     if node._is_metadata_column:
         raise UntranslatableColumn(f"metadata column {node._unparsed_identifier}")
     return _column(_name_parts(node._unparsed_identifier))
 
 
-def _connect_value(node: Any) -> Any:
-    """The Python value of a Connect literal: as the user wrote it (dates and timestamps are held in Spark's form)."""
+def _connect_value(node: Any, time_zone: str | None) -> Any:
+    """The Python value of a Connect literal (dates and timestamps are held in Spark's form).
+
+    A `TimestampType` literal holds its instant's microseconds, read in `time_zone`; with None, in this process's
+    local zone (as pyspark made them from a naive datetime).
+    """
     from pyspark.sql import types as T
 
     dtype, value = node._dataType, node._value
     if value is None:
         return None
+    if isinstance(dtype, T.TimestampType) and time_zone is not None:
+        return _wall_clock(value, time_zone)
     if isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType)):
         return dtype.fromInternal(value)
     scalar = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType)
@@ -242,11 +316,11 @@ def _connect_value(node: Any) -> Any:
     raise UntranslatableColumn(f"literal of type {dtype.simpleString()} ({node!r})")
 
 
-def _connect_literal(node: Any) -> Expr:
-    return lit(_connect_value(node))
+def _connect_literal(node: Any, time_zone: str | None) -> Expr:
+    return lit(_connect_value(node, time_zone))
 
 
-def _connect_sql(node: Any) -> Expr:
+def _connect_sql(node: Any, time_zone: str | None) -> Expr:
     return _parse_sql(node._expr)
 
 
@@ -284,14 +358,22 @@ def _root(column: Any) -> tuple[Any, _Dialect]:
     return jc.node(), _CLASSIC
 
 
-def from_column(column: Any) -> Expr:
-    """The sargable expression of a pyspark Column; `UntranslatableColumn` if any part has no translation."""
+def from_column(column: Any, *, time_zone: str | None = None) -> Expr:
+    """The sargable expression of a pyspark Column; `UntranslatableColumn` if any part has no translation.
+
+    `time_zone` is the session time zone (`spark.sql.session.timeZone`) that `timestamp` columns are read in: a
+    `TimestampType` literal becomes its instant's wall-clock time there. None reads it in the zone of the process
+    that made it (the JVM's for a classic Column, this process's for a Connect one), as written.
+    """
     root, dialect = _root(column)
-    return _translate(root, dialect)
+    return _translate(root, dialect, time_zone)
 
 
-def split_column(column: Any) -> tuple[Expr | None, list[Any]]:
-    """Split a Column filter into (translated conjuncts as one expression, untranslatable conjuncts as Columns)."""
+def split_column(column: Any, *, time_zone: str | None = None) -> tuple[Expr | None, list[Any]]:
+    """Split a Column filter into (translated conjuncts as one expression, untranslatable conjuncts as Columns).
+
+    `time_zone` as for `from_column`; a timestamp literal with no wall-clock time there leaves its conjunct to Spark.
+    """
     try:
         root, dialect = _root(column)
     except UntranslatableColumn:
@@ -312,7 +394,7 @@ def split_column(column: Any) -> tuple[Expr | None, list[Any]]:
     leftover: list[Any] = []
     for node in conjuncts:
         try:
-            translated.append(_translate(node, dialect))
+            translated.append(_translate(node, dialect, time_zone))
         except UntranslatableColumn:
             leftover.append(node)
     columns = dialect.column(leftover) if leftover else []

@@ -36,8 +36,11 @@ _BLOCK_SIZE = 128 * 1024 * 1024
 _UTC_ZONES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "UCT", "Universal", "Zulu"})
 
 
-def _where(where: Any) -> tuple[Expr | None, list[Any], list[str]]:
-    """(planned expression, Columns Spark applies unplanned, notes) for a `where` argument."""
+def _where(spark: Any, where: Any) -> tuple[Expr | None, list[Any], list[str]]:
+    """(planned expression, Columns Spark applies unplanned, notes) for a `where` argument.
+
+    A Column's timestamp literals are instants: they are read in the session time zone, as Spark compares them.
+    """
     if where is None:
         return None, [], []
     if isinstance(where, Expr):
@@ -45,7 +48,7 @@ def _where(where: Any) -> tuple[Expr | None, list[Any], list[str]]:
     if isinstance(where, str):
         return parse(where), [], []
     if type(where).__name__ == "Column":
-        expr, leftover = split_column(where)
+        expr, leftover = split_column(where, time_zone=str(spark.conf.get("spark.sql.session.timeZone")))
         notes = [f"applied by Spark without pruning (no sargable translation): {c}" for c in leftover]
         return expr, leftover, notes
     raise SargableError(f"where must be filter text, a sargable Expr or a pyspark Column, got {type(where).__name__}")
@@ -201,7 +204,7 @@ def read_planned(
     session time zone makes unusable, plan, read the files, select the columns, and keep the report.
     """
     db, name = split_table_name(table)
-    expr, spark_filters, where_notes = _where(where)
+    expr, spark_filters, where_notes = _where(spark, where)
     with opened(metastore) as ms:
         ensure_registered(spark, ms)
         tbl = ms.get_table(db, name)
