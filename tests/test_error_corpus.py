@@ -182,3 +182,22 @@ def test_empty_text_and_wrong_input_types() -> None:
         parse(None)  # type: ignore[arg-type]
     with pytest.raises(sg.SargableError, match="unknown filter dialect 'presto'"):
         parse("a = 1", "presto")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: sg.col(""),
+        lambda: sg.Comparison("~=", sg.col("a"), sg.lit(1)),
+        lambda: sg.In(sg.col("a"), ()),
+        lambda: sg.Like(sg.col("a"), sg.lit("x%"), escape="ab"),
+        lambda: sg.And((sg.col("a") == 1,)),
+        lambda: sg.Or((sg.col("a") == 1,)),
+    ],
+    ids=["empty column name", "unknown operator", "empty IN", "two-character ESCAPE", "one-child AND", "one-child OR"],
+)
+def test_invalid_nodes_raise_a_sargable_error(build) -> None:
+    """Building a node with arguments it can't take is a SargableError (and a ValueError, as Python's own are)."""
+    with pytest.raises(sg.InvalidExpressionError) as info:
+        build()
+    assert isinstance(info.value, sg.SargableError) and isinstance(info.value, ValueError)

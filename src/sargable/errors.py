@@ -32,6 +32,11 @@ class FilterSyntaxError(SargableError):
         return f"{message} at position {position}\n  {line}\n  {' ' * column}^"
 
 
+class InvalidExpressionError(SargableError, ValueError):
+    """An expression node built with arguments it can't take (an empty column name, an unknown operator, an empty
+    IN); also a ValueError, as Python's own constructors raise."""
+
+
 class BindError(SargableError):
     """An expression that does not fit a schema: unknown column, or a literal that can't take the column's type."""
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from sargable.errors import InvalidExpressionError
 from sargable.types import BOOLEAN, NULL, DataType, infer_type
 
 COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=", "<=>")
@@ -256,7 +257,7 @@ class Comparison(Expr):
 
     def __post_init__(self) -> None:
         if self.op not in COMPARISON_OPS:
-            raise ValueError(f"unknown comparison operator {self.op!r}; expected one of {COMPARISON_OPS}")
+            raise InvalidExpressionError(f"unknown comparison operator {self.op!r}; expected one of {COMPARISON_OPS}")
         self._compute_hash()
 
     def _local(self) -> tuple[Any, ...]:
@@ -276,7 +277,7 @@ class In(Expr):
 
     def __post_init__(self) -> None:
         if not self.values:
-            raise ValueError("IN needs at least one value")
+            raise InvalidExpressionError("IN needs at least one value")
         self._compute_hash()
 
     def _local(self) -> tuple[Any, ...]:
@@ -333,7 +334,7 @@ class Like(Expr):
 
     def __post_init__(self) -> None:
         if self.escape is not None and len(self.escape) != 1:
-            raise ValueError(f"ESCAPE must be one character, got {self.escape!r}")
+            raise InvalidExpressionError(f"ESCAPE must be one character, got {self.escape!r}")
         self._compute_hash()
 
     def _local(self) -> tuple[Any, ...]:
@@ -397,7 +398,7 @@ class And(Expr):
     def __post_init__(self) -> None:
         object.__setattr__(self, "children_", _flat(And, self.children_))
         if len(self.children_) < 2:
-            raise ValueError("And needs at least two children; use and_() for any number")
+            raise InvalidExpressionError("And needs at least two children; use and_() for any number")
         self._compute_hash()
 
     def with_children(self, children: tuple[Expr, ...]) -> Expr:
@@ -416,7 +417,7 @@ class Or(Expr):
     def __post_init__(self) -> None:
         object.__setattr__(self, "children_", _flat(Or, self.children_))
         if len(self.children_) < 2:
-            raise ValueError("Or needs at least two children; use or_() for any number")
+            raise InvalidExpressionError("Or needs at least two children; use or_() for any number")
         self._compute_hash()
 
     def with_children(self, children: tuple[Expr, ...]) -> Expr:
@@ -449,7 +450,7 @@ def or_(*children: Expr) -> Expr:
 def col(name: str) -> Column:
     """A reference to column `name`."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"a column name must be a non-empty string, got {name!r}")
+        raise InvalidExpressionError(f"a column name must be a non-empty string, got {name!r}")
     return Column(name)
 
 
