@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
@@ -250,3 +251,87 @@ def test_column_names_split_like_spark(spark: object, name: str) -> None:
     except UntranslatableColumn:
         connect = None
     assert connect == classic, name
+
+
+# Timestamp literals in a session time zone: an instant read as the wall-clock time Spark compares there.
+
+_ZONES = {
+    "Asia/Tokyo": ZoneInfo("Asia/Tokyo"),
+    "America/Los_Angeles": ZoneInfo("America/Los_Angeles"),
+    "Europe/London": ZoneInfo("Europe/London"),
+    "UTC": dt.UTC,
+    "Z": dt.UTC,
+    "+05:30": dt.timezone(dt.timedelta(hours=5, minutes=30)),
+    "GMT-3": dt.timezone(dt.timedelta(hours=-3)),
+    "PST": ZoneInfo("America/Los_Angeles"),
+}
+_INSTANTS = st.one_of(
+    st.datetimes(dt.datetime(1971, 1, 1), dt.datetime(2100, 12, 31)),
+    st.datetimes(dt.datetime(1971, 1, 1), dt.datetime(2100, 12, 31), timezones=st.just(dt.UTC)),
+    # around the ends of daylight saving time, where a wall-clock hour repeats
+    st.datetimes(dt.datetime(2024, 11, 3, 7), dt.datetime(2024, 11, 3, 11), timezones=st.just(dt.UTC)),
+    st.datetimes(dt.datetime(2024, 10, 27), dt.datetime(2024, 10, 27, 3), timezones=st.just(dt.UTC)),
+).map(lambda value: value.replace(fold=0))
+
+
+def _expected_wall_clock(value: dt.datetime, zone: str) -> dt.datetime | None:
+    """The instant of a datetime (naive: in this process's local zone, as pyspark reads it) in `zone`; None when
+    the wall-clock time there is the second of two (Spark would read it back as the first)."""
+    local = value.astimezone(_ZONES[zone])
+    return None if local.fold else local.replace(tzinfo=None)
+
+
+@settings(max_examples=150)
+@given(_INSTANTS, st.sampled_from(sorted(_ZONES)))
+def test_timestamp_literals_read_in_the_session_time_zone(spark: object, value: dt.datetime, zone: str) -> None:
+    expected = _expected_wall_clock(value, zone)
+    for functions in (CF, F):
+        column = (functions.col("t") >= value) & (functions.col("a") == 1)
+        translated, leftover = split_column(column, time_zone=zone)
+        if expected is None:
+            assert translated == a.eq(1) and len(leftover) == 1, (value, zone)
+            with pytest.raises(UntranslatableColumn):
+                from_column(column, time_zone=zone)
+        else:
+            assert translated == sg.and_(sg.col("t") >= expected, a.eq(1)), (value, zone)
+            assert leftover == []
+
+
+def test_timestamp_literal_without_time_zone_is_read_as_written(spark: object) -> None:
+    value = dt.datetime(2024, 1, 2, 3, 4, 5, 678)
+    for functions in (CF, F):
+        assert from_column(functions.col("t") == value) == sg.col("t").eq(value)
+
+
+def test_timestamp_ntz_literal_is_a_wall_clock_time(spark: object) -> None:
+    from pyspark.sql.types import TimestampNTZType
+
+    value = dt.datetime(2024, 11, 3, 1, 30)
+    column = ConnectColumn(
+        E.UnresolvedFunction("==", [E.ColumnReference("t"), E.LiteralExpression(value, TimestampNTZType())])
+    )
+    for zone in ("Asia/Tokyo", "America/Los_Angeles"):
+        assert from_column(column, time_zone=zone) == sg.col("t").eq(value)
+
+
+def test_java_instant_literal(spark: Any) -> None:
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    jvm = spark.sparkContext._jvm
+    instant = jvm.java.time.Instant.parse("2024-06-30T23:59:58.123456Z")
+    column = ClassicColumn(jvm.org.apache.spark.sql.functions.lit(instant)) < F.col("t")
+    expected = dt.datetime(2024, 6, 30, 23, 59, 58, 123456, tzinfo=dt.UTC).astimezone(ZoneInfo("Asia/Tokyo"))
+    assert from_column(column, time_zone="Asia/Tokyo") == sg.Comparison(
+        "<", sg.lit(expected.replace(tzinfo=None)), sg.col("t")
+    )
+    with pytest.raises(UntranslatableColumn):
+        from_column(column)
+
+
+def test_unknown_time_zone_leaves_timestamp_conjuncts_to_spark(spark: object) -> None:
+    for functions in (CF, F):
+        column = (functions.col("t") == dt.datetime(2024, 1, 1)) & (functions.col("a") == 1)
+        translated, leftover = split_column(column, time_zone="Mars/Olympus")
+        assert translated == a.eq(1) and len(leftover) == 1
+        with pytest.raises(UntranslatableColumn, match="Mars/Olympus"):
+            from_column(column, time_zone="Mars/Olympus")
