@@ -373,22 +373,27 @@ def _benchmark(args: argparse.Namespace, numbers: list[int]) -> None:
                     f"q{q} {way.name}: {way.seconds[q]:.2f} s, {way.partitions[q]} partitions, {way.files[q]} files, "
                     f"{way.checked[q]}"
                 )
-    _print(console, args, numbers, ways, reports, partitions_total, files_total)
+    results = Results(numbers, ways, reports, partitions_total, files_total)
+    _print(console, args, results)
     if args.json:
-        _write_json(Path(args.json), args, numbers, ways, reports, partitions_total, files_total)
+        _write_json(Path(args.json), args, results)
     spark.stop()
 
 
-def _write_json(
-    path: Path,
-    args: argparse.Namespace,
-    numbers: list[int],
-    ways: list[Way],
-    reports: dict[int, Any],
-    partitions_total: int,
-    files_total: int,
-) -> None:
+@dataclass
+class Results:
+    """What a run measured: per query and way, and the table's totals."""
+
+    numbers: list[int]
+    ways: list[Way]
+    reports: dict[int, Any]
+    partitions_total: int
+    files_total: int
+
+
+def _write_json(path: Path, args: argparse.Namespace, results: Results) -> None:
     """The figures of the printed table as JSON, for benchmarks/plots.py."""
+    numbers, ways, reports = results.numbers, results.ways, results.reports
     queries = []
     for q in numbers:
         entry: dict[str, Any] = {}
@@ -406,22 +411,17 @@ def _write_json(
         queries.append({"query": f"q{q}", "ways": entry})
     command = f"benchmarks/tpcds.py --scale {args.scale:g} --repeat {args.repeat} --queries {args.queries}"
     meta = {"benchmark": "tpcds", "command": command, "scale": args.scale, "load_average": os.getloadavg()[0]}
-    data = {**meta, "partitions_total": partitions_total, "files_total": files_total, "queries": queries}
+    data = {**meta, "partitions_total": results.partitions_total, "files_total": results.files_total}
+    data["queries"] = queries
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
 
 
-def _print(
-    console: Any,
-    args: argparse.Namespace,
-    numbers: list[int],
-    ways: list[Way],
-    reports: dict[int, Any],
-    partitions_total: int,
-    files_total: int,
-) -> None:
+def _print(console: Any, args: argparse.Namespace, results: Results) -> None:
     from rich.table import Table
 
+    numbers, ways, reports = results.numbers, results.ways, results.reports
+    partitions_total, files_total = results.partitions_total, results.files_total
     title = (
         f"TPC-DS sf={args.scale:g}: store_sales {partitions_total:,} partitions, {files_total:,} files "
         f"(median of {args.repeat} warm runs; seconds end to end)"
