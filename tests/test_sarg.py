@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sargable.errors import SargableError
 from sargable.expr.bind import bind
 from sargable.expr.evaluate import evaluate
-from sargable.expr.nodes import FALSE, NULL_LITERAL, TRUE, And, Column, Expr, Func, Not, Or, col
+from sargable.expr.nodes import FALSE, NULL_LITERAL, TRUE, And, Column, Expr, Func, Not, Or, col, lit
 from sargable.expr.sarg import LeafOperator, LeafType, SearchArgument, TreeOperator, TruthValue, to_sarg
 from strategies import ALL_TYPES, pools_of, predicates, schemas, tables
 
@@ -153,7 +153,26 @@ def test_truth_values_follow_hive() -> None:
     assert T.NO_NULL.not_() is T.YES_NULL
     assert T.YES_NO_NULL.not_() is T.YES_NO_NULL
     assert T.NULL.not_() is T.NULL
-    assert [t.is_needed() for t in T] == [True, False, False, True, False, True, True]
+    members = [T.YES, T.NO, T.NULL, T.YES_NULL, T.NO_NULL, T.YES_NO, T.YES_NO_NULL]
+    assert [t.is_needed() for t in members] == [True, False, False, True, False, True, True]
+
+
+TRUTH_SETS = st.sets(st.sampled_from([True, False, None]), min_size=1)
+
+
+@given(TRUTH_SETS, TRUTH_SETS)
+def test_truth_value_logic_matches_sql_evaluation(left: set, right: set) -> None:
+    """and_/or_/not_ hold exactly the outcomes SQL gives over every pair of possible values (evaluate is the oracle)."""
+    a, b = TruthValue.of(left), TruthValue.of(right)
+    assert a.values() == left
+
+    def outcomes(build) -> set:
+        return {evaluate(build(lit(x), lit(y)), {}) for x in left for y in right}
+
+    assert a.and_(b).values() == outcomes(lambda x, y: And((x, y)))
+    assert a.or_(b).values() == outcomes(lambda x, y: Or((x, y)))
+    assert a.not_().values() == {evaluate(Not(lit(x)), {}) for x in left}
+    assert a.is_needed() == (True in left)
 
 
 def test_evaluate_and_errors() -> None:

@@ -30,61 +30,11 @@ from sargable.expr.nodes import (
     lit,
 )
 from sargable.expr.normalize import flip_literals, fold_constants, fold_logic, to_nnf
+from sargable.expr.truth import TruthValue
 from sargable.types import DataType, format_value, infer_type
 
 CNF_COMBINATIONS_THRESHOLD = 256
 """Hive's cap on the clauses one OR may expand into during the CNF conversion."""
-
-
-class TruthValue(enum.Enum):
-    """Hive's TruthValue: the set of SQL truth values a predicate may take over a group of rows."""
-
-    YES = frozenset({True})
-    NO = frozenset({False})
-    NULL = frozenset({None})
-    YES_NULL = frozenset({True, None})
-    NO_NULL = frozenset({False, None})
-    YES_NO = frozenset({True, False})
-    YES_NO_NULL = frozenset({True, False, None})
-
-    @classmethod
-    def of(cls, values: frozenset[bool | None] | set[bool | None]) -> TruthValue:
-        """The member holding exactly `values` (a non-empty set of True, False, None)."""
-        return _BY_SET[frozenset(values)]
-
-    def not_(self) -> TruthValue:
-        """SQL NOT applied to every possible value."""
-        return TruthValue.of({None if v is None else not v for v in self.value})
-
-    def and_(self, other: TruthValue) -> TruthValue:
-        """SQL AND over every pair of possible values."""
-        return TruthValue.of({_and(a, b) for a in self.value for b in other.value})
-
-    def or_(self, other: TruthValue) -> TruthValue:
-        """SQL OR over every pair of possible values."""
-        return TruthValue.of({_or(a, b) for a in self.value for b in other.value})
-
-    def is_needed(self) -> bool:
-        """Whether a row group with this truth value may hold a matching row (TRUE is possible)."""
-        return True in self.value
-
-    def __str__(self) -> str:
-        return self.name
-
-
-_BY_SET = {member.value: member for member in TruthValue}
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a: bool | None, b: bool | None) -> bool | None:
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
 
 
 class LeafOperator(enum.Enum):

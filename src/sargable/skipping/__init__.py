@@ -22,18 +22,11 @@ import pyarrow as pa
 
 from sargable.errors import PushdownError
 from sargable.expr.nodes import Expr
-from sargable.skipping.leaves import FALSE, NULL, TRUE, compile_predicate
+from sargable.expr.truth import TruthValue
+from sargable.skipping.leaves import TRUE, compile_predicate
 from sargable.skipping.scalar import file_outcomes
 from sargable.skipping.table import FileStatsTable
 from sargable.stats import FileStats
-
-
-class TruthValue(enum.IntFlag):
-    """The outcomes a predicate may take on a file's rows (ORC's TruthValue: YES, NO, NULL and their unions)."""
-
-    YES = TRUE
-    NO = FALSE
-    NULL = NULL
 
 
 class Truth(enum.Enum):

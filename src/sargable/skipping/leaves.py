@@ -50,9 +50,10 @@ from sargable.expr.nodes import (
     walk,
 )
 from sargable.expr.normalize import normalize
+from sargable.expr.truth import TruthValue
 from sargable.types import DECIMAL_CONTEXT, INTEGER_RANGES, DataType, parse_type
 
-TRUE, FALSE, NULL = 1, 2, 4
+TRUE, FALSE, NULL = int(TruthValue.YES), int(TruthValue.NO), int(TruthValue.NULL)
 ANY = TRUE | FALSE | NULL
 EMPTY_RANGE = object()
 """A canonical bound that no value of the column satisfies."""
