@@ -54,14 +54,16 @@ from sargable.types import (
 Step = Callable[[list[Any], Mapping[str, Any]], Any]
 
 _NUMBER_TYPES = (int, float, Decimal)
-_CMP_RESULT: dict[str, Callable[[int], bool]] = {
+COMPARISON_RESULT: dict[str, Callable[[int], bool]] = {
     "=": lambda c: c == 0,
+    "<=>": lambda c: c == 0,
     "!=": lambda c: c != 0,
     "<": lambda c: c < 0,
     "<=": lambda c: c <= 0,
     ">": lambda c: c > 0,
     ">=": lambda c: c >= 0,
 }
+"""Each comparison operator's result from a three-way comparison of two non-NULL values (-1, 0, 1)."""
 
 
 # -- values ---------------------------------------------------------------------------------------------------------
@@ -352,7 +354,7 @@ def _compare_op(op: str, widen: bool) -> Callable[[Any, Any], bool | None]:
             return compare_values(a, b) == 0
 
         return null_safe
-    result = _CMP_RESULT[op]
+    result = COMPARISON_RESULT[op]
 
     def compare(a: Any, b: Any) -> bool | None:
         if a is None or b is None:

@@ -33,7 +33,7 @@ from typing import Any
 
 from sargable.errors import PushdownError, SargableError
 from sargable.expr.bind import bind
-from sargable.expr.evaluate import compare_values, literal_value
+from sargable.expr.evaluate import COMPARISON_RESULT, compare_values, literal_value
 from sargable.expr.like import like_prefix, like_to_regex, prefix_successor
 from sargable.expr.nodes import (
     And,
@@ -330,17 +330,6 @@ def _bit(value: bool | None) -> int:
     return TRUE if value is True else FALSE if value is False else NULL
 
 
-_CMP = {
-    "=": lambda c: c == 0,
-    "<=>": lambda c: c == 0,
-    "!=": lambda c: c != 0,
-    "<": lambda c: c < 0,
-    "<=": lambda c: c <= 0,
-    ">": lambda c: c > 0,
-    ">=": lambda c: c >= 0,
-}
-
-
 def _nan_outcome(node: Expr) -> int:
     """The outcome of a leaf on a NaN value, by the oracle's ordering (NaN above every number, equal to itself)."""
     try:
@@ -349,7 +338,7 @@ def _nan_outcome(node: Expr) -> int:
             if found is None:
                 return ANY
             _, op, literal = found
-            return _bit(_CMP[op](compare_values(math.nan, literal.value)))
+            return _bit(COMPARISON_RESULT[op](compare_values(math.nan, literal.value)))
         if isinstance(node, In):
             listed = [v.value for v in node.values]  # type: ignore[attr-defined]
             hit = TRUE if any(_is_nan(v) for v in listed) else (NULL if None in listed else FALSE)
