@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -175,26 +175,17 @@ class Generator:
     # -- predicates -----------------------------------------------------------------------------------------------
 
     def func_sql(self, node: Func) -> tuple[int, list[Piece]]:
-        body: list[Piece] = [(self.function_name(node.name) + "(", 0)]
-        for index, arg in enumerate(node.args):
-            if index:
-                body.append((", ", 0))
-            body.append((arg, OPERAND_PRECEDENCE))
-        body.append((")", 0))
-        return OPERAND_PRECEDENCE, body
+        arguments = _joined(node.args, ", ", OPERAND_PRECEDENCE)
+        return OPERAND_PRECEDENCE, [(self.function_name(node.name) + "(", 0), *arguments, (")", 0)]
 
     def comparison_sql(self, node: Comparison) -> tuple[int, list[Piece]]:
         op = {"!=": self.NOT_EQUAL, "<=>": self.NULL_SAFE_EQUAL}.get(node.op, node.op)
         return PREDICATE_PRECEDENCE, [(node.left, OPERAND_PRECEDENCE), (f" {op} ", 0), (node.right, OPERAND_PRECEDENCE)]
 
     def in_sql(self, node: In) -> tuple[int, list[Piece]]:
-        body: list[Piece] = [(node.operand, OPERAND_PRECEDENCE), (" NOT IN (" if node.negated else " IN (", 0)]
-        for index, value in enumerate(node.values):
-            if index:
-                body.append((", ", 0))
-            body.append((value, OPERAND_PRECEDENCE))
-        body.append((")", 0))
-        return PREDICATE_PRECEDENCE, body
+        keyword = " NOT IN (" if node.negated else " IN ("
+        values = _joined(node.values, ", ", OPERAND_PRECEDENCE)
+        return PREDICATE_PRECEDENCE, [(node.operand, OPERAND_PRECEDENCE), (keyword, 0), *values, (")", 0)]
 
     def between_sql(self, node: Between) -> tuple[int, list[Piece]]:
         keyword = " NOT BETWEEN " if node.negated else " BETWEEN "
@@ -236,7 +227,8 @@ class Generator:
         return OR_PRECEDENCE, _joined(node.children_, " OR ", AND_PRECEDENCE)
 
 
-def _joined(children: tuple[Expr, ...], separator: str, need: int) -> list[Piece]:
+def _joined(children: Sequence[Expr], separator: str, need: int) -> list[Piece]:
+    """The children with `separator` between them, each needing precedence `need` (else parenthesized)."""
     body: list[Piece] = []
     for index, child in enumerate(children):
         if index:
