@@ -372,6 +372,13 @@ class _KeyRef:
     text: str = ""
 
 
+def _column_names(table: str, metastore: Metastore | str | None) -> list[str]:
+    """The names of a table's columns (data columns, then partition keys), to check join keys against."""
+    db, name = split_table_name(table)
+    with opened(metastore) as ms:
+        return [n for n, _ in ms.get_table(db, name).schema]
+
+
 def _key_ref(key: Any, names: Sequence[str], side: str) -> _KeyRef:
     """Resolve a join key: a column name, a pyspark Column, or SQL expression text."""
     by_lower = {n.lower(): n for n in names}
@@ -572,9 +579,7 @@ def read_pruned(
     max_values = _check_max_values(max_values)
     if isinstance(prune_by, (str, bytes)) or not isinstance(prune_by, Sequence):
         raise SargableError(f"prune_by must be a list of (dim_df, dim_column, fact_column), got {prune_by!r}")
-    db, name = split_table_name(table)
-    with opened(metastore) as ms:
-        fact_names = [n for n, _ in ms.get_table(db, name).schema]
+    fact_names = _column_names(table, metastore)
     entries = []
     for entry in prune_by:
         if not isinstance(entry, (tuple, list)) or len(entry) != 3:
@@ -632,9 +637,7 @@ def join(
         raise SargableError(f"fact_side must be 'left' or 'right', got {fact_side!r}")
     if isinstance(on, (str, bytes)) or not isinstance(on, Sequence) or not on:
         raise SargableError(f"on must be a non-empty list of (fact_column, dim_column) pairs, got {on!r}")
-    db, name = split_table_name(fact)
-    with opened(metastore) as ms:
-        fact_names = [n for n, _ in ms.get_table(db, name).schema]
+    fact_names = _column_names(fact, metastore)
     pairs = []
     for pair in on:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
