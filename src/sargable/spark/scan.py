@@ -6,8 +6,6 @@ apply, and records what was pruned in a `ScanReport`.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -19,7 +17,7 @@ from sargable.analyze import decompose
 from sargable.expr import TRUE, Expr, bind, columns_of, render
 from sargable.metastore import Metastore, Partition, Table, TableStats
 from sargable.skipping import select_files
-from sargable.stats import ColumnStats, FileStats
+from sargable.stats import FileStats
 
 
 @dataclass(frozen=True)
@@ -79,19 +77,6 @@ def _part(expr: Expr | None) -> Expr | None:
 
 def _text(expr: Expr | None) -> str | None:
     return None if expr is None else render(expr)
-
-
-def _with_partition_stats(file: FileStats) -> FileStats:
-    """The file with statistics for its partition columns: one value (or only NULLs) throughout."""
-    columns = dict(file.columns)
-    for key, value in (file.partition or {}).items():
-        if value is None:
-            columns[key] = ColumnStats(null_count=file.row_count, nan_count=0)
-        elif isinstance(value, float) and math.isnan(value):
-            columns[key] = ColumnStats(null_count=0, nan_count=file.row_count)
-        else:
-            columns[key] = ColumnStats(min=value, max=value, null_count=0, nan_count=0)
-    return dataclasses.replace(file, columns=columns)
 
 
 _LISTINGS: OrderedDict[tuple[str, int, int, bool | frozenset[str]], tuple[FileStats, ...]] = OrderedDict()
@@ -191,8 +176,7 @@ class ScanPlanner:
             else:
                 files = []
         if files_part is not None and files:
-            if {c.lower() for c in columns_of(files_part)} & self.partition_keys:
-                files = [_with_partition_stats(f) for f in files]
+            # A listed file carries its partition values, which skipping takes as exact statistics of those columns.
             files = select_files(files_part, files, list(table.schema))
         files, residual = self.skip_files(files, residual)
         report = self.report_type(
