@@ -54,6 +54,20 @@ def rows_for(days: list[str]) -> list[tuple[Any, ...]]:
     return rows
 
 
+def create_orders(url: str, warehouse: Path) -> None:
+    """The test table `sales.orders` (the columns of `rows_for`, partitioned by day and store), empty."""
+    from sargable.metastore import Metastore
+
+    with Metastore.open(url, warehouse=warehouse) as ms:
+        ms.create_database("sales")
+        ms.create_table(
+            "sales",
+            "orders",
+            [("order_id", "bigint"), ("amount", "double"), ("name", "string")],
+            [("ds", "date"), ("store", "int")],
+        )
+
+
 def canonical(rows: list[Any]) -> list[list[str]]:
     """Rows as sorted lists of strings: comparable across processes through JSON."""
     return sorted([str(v) for v in row] for row in rows)

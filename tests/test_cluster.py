@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 pytest.register_assert_rewrite("spark_cluster")
-from spark_cluster import FILTERS, SCHEMA, canonical, finish, kill, rows_for, run_driver  # noqa: E402
+from spark_cluster import FILTERS, SCHEMA, canonical, create_orders, finish, kill, rows_for, run_driver  # noqa: E402
 
 pytest_plugins = ["conftest_spark", "spark_cluster"]
 
@@ -26,19 +26,9 @@ DAYS_B = ["2024-01-04", "2024-01-05", "2024-01-06"]
 @pytest.fixture(scope="module")
 def cluster_run(spark_cluster, postgres_url, tmp_path_factory):
     """Both drivers' results, the metastore URL (a schema of this run) and the table name."""
-    from sargable.metastore import Metastore
-
     schema = f"cluster_{uuid.uuid4().hex[:8]}"
     url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
-    warehouse = tmp_path_factory.mktemp("cluster-warehouse")
-    with Metastore.open(url, warehouse=warehouse) as ms:
-        ms.create_database("sales")
-        ms.create_table(
-            "sales",
-            "orders",
-            [("order_id", "bigint"), ("amount", "double"), ("name", "string")],
-            [("ds", "date"), ("store", "int")],
-        )
+    create_orders(url, tmp_path_factory.mktemp("cluster-warehouse"))
     total = (len(DAYS_A) + len(DAYS_B)) * 2
     common = {"master": spark_cluster.master_url, "metastore": url, "table": "sales.orders", "cores": 1}
     drivers = [

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 pytest.register_assert_rewrite("spark_cluster")
-from spark_cluster import FILTERS, finish, kill, rows_for, run_driver  # noqa: E402
+from spark_cluster import FILTERS, create_orders, finish, kill, rows_for, run_driver  # noqa: E402
 
 pytest_plugins = ["conftest_spark", "spark_cluster"]
 
@@ -32,18 +32,9 @@ def connect_run(connect_server, tmp_path_factory):
 
     The example of docs/deployment.md runs at the same time, in its own process, on the same server.
     """
-    from sargable.metastore import Metastore
-
     root = tmp_path_factory.mktemp("connect-warehouse")
     url = f"sqlite:///{root / 'metastore.db'}"
-    with Metastore.open(url, warehouse=root) as ms:
-        ms.create_database("sales")
-        ms.create_table(
-            "sales",
-            "orders",
-            [("order_id", "bigint"), ("amount", "double"), ("name", "string")],
-            [("ds", "date"), ("store", "int")],
-        )
+    create_orders(url, root)
     docs = _start_docs_example(connect_server.url, tmp_path_factory.mktemp("connect-docs"))
     args = {"url": connect_server.url, "metastore": url, "table": "sales.orders", "days": DAYS}
     try:
