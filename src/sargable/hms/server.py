@@ -21,7 +21,7 @@ from io import BytesIO
 from typing import Any
 
 from thrift.protocol.TProtocol import TProtocolException
-from thrift.Thrift import TApplicationException, TException, TMessageType, TType
+from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TBufferedTransport, TMemoryBuffer, TTransportBase, TTransportException
 
 from sargable.hms.bindings import TBinaryProtocol, ThriftHiveMetastore
@@ -230,6 +230,8 @@ class HmsServer:
                     sock.sendall(struct.pack("!i", len(reply)) + reply if framed else reply)
         except MessageTooLarge as exc:
             log.warning("%s: %s; closing", name, exc.message)
+        except OverflowError as exc:
+            log.warning("%s: %s; closing", name, exc)
         except (TTransportException, TProtocolException, OSError, EOFError, ValueError, struct.error) as exc:
             log.debug("%s: connection ended: %s", name, exc)
         except Exception:
@@ -272,7 +274,7 @@ class HmsServer:
                 error.write(oprot)
                 oprot.writeMessageEnd()
                 status = "unknown method"
-        except TException:
+        except Exception:
             status = "malformed"
             raise
         finally:
