@@ -9,7 +9,7 @@ adding partitions with parameters, returning which partitions an `if_not_exists`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -208,10 +208,10 @@ class Catalog:
         """Partitions matching a filter in Hive's metastore syntax."""
         return self.metastore.get_partitions_by_filter(database, table, text, max_parts, dialect="hive")
 
-    def partitions(self, database: str, table: str, max_parts: int | None) -> Iterator[Partition]:
-        """Every partition, in key order, streamed (one snapshot)."""
+    def partitions(self, database: str, table: str, max_parts: int | None) -> list[Partition]:
+        """Every partition (at most `max_parts`), in key order, from one snapshot."""
         with self.metastore.snapshot():
-            yield from islice(self.metastore.iter_partitions(database, table), max_parts)
+            return list(islice(self.metastore.iter_partitions(database, table), max_parts))
 
     def partition_names(self, database: str, table: str, max_parts: int | None) -> list[str]:
         with self.metastore.snapshot():

@@ -91,6 +91,8 @@ class CatalogPool:
         return catalog
 
     def give_back(self, catalog: Catalog, *, broken: bool = False) -> None:
+        """Return a leased catalog; a broken one (its store failed, or a transaction was left open) is closed."""
+        broken = broken or catalog.metastore.store.in_transaction
         with self._lock:
             if broken:
                 self._all.remove(catalog)
@@ -123,6 +125,7 @@ class CallNote(threading.local):
         """The call's store failed: its catalog (store connection) is closed instead of reused."""
 
 
+@functools.cache
 def _declared(method: str) -> dict[str, type]:
     """The exception types a method's result struct declares, by class name."""
     result = getattr(ThriftHiveMetastore, f"{method}_result", None)

@@ -24,6 +24,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TBufferedTransport, TMemoryBuffer, TTransportBase, TTransportException
 
+from sargable.errors import SargableError
 from sargable.hms.bindings import TBinaryProtocol, ThriftHiveMetastore
 from sargable.hms.catalog import Catalog
 from sargable.hms.handler import IMPLEMENTED, CatalogPool, Handler
@@ -58,6 +59,14 @@ class ServerConfig:
     """A connection with no call for this long is closed."""
     read_timeout: float = 120.0
     """A request that stops arriving mid-message for this long ends its connection."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise SargableError(f"--port must be 0-65535, got {self.port}")
+        if self.workers < 1:
+            raise SargableError(f"--workers must be at least 1, got {self.workers}")
+        if self.max_connections < 1:
+            raise SargableError(f"max_connections must be at least 1, got {self.max_connections}")
 
 
 class MessageTooLarge(TTransportException):
