@@ -27,7 +27,8 @@ from sargable.stats import UNKNOWN, ColumnStats, FileStats, column_stats
 from sargable.types import DataType
 
 STAT_FIELDS = ("min", "max", "null_count", "nan_count", "min_exact", "max_exact", "distinct")
-_TRUTH_NAMES = pa.array(["all", "none", "some"])
+_TRUTH_NAMES = ("all", "none", "some")
+"""`FileStatsTable.truth`'s values by index; made an Arrow array on use (pyarrow imports pandas on its first array)."""
 
 
 def arrow_type(dtype: DataType) -> pa.DataType:
@@ -216,7 +217,7 @@ class FileStatsTable:
         yes, no, null = outcome_masks(compile_predicate(expr, self._schema), self)
         only_yes = pc.and_(yes, pc.invert(pc.or_(no, null)))
         indices = pc.if_else(pc.invert(yes), 1, pc.if_else(only_yes, 0, 2)).cast(pa.int8())
-        return pa.DictionaryArray.from_arrays(indices, _TRUTH_NAMES)
+        return pa.DictionaryArray.from_arrays(indices, pa.array(_TRUTH_NAMES))
 
     def select(self, expr: Expr | str) -> FileStatsTable:
         """The files that may hold a matching row, as a new table (same layout and extra columns)."""
