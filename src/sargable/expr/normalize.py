@@ -254,9 +254,11 @@ def _fold_connective(node: Expr, kids: list[Expr], absorbing: bool) -> Expr:
 
 
 def _fold_not(node: Expr, child: Expr) -> Expr:
-    if type(child) is Literal and (child.value is None or type(child.value) is bool):
+    """NOT over a folded child: a constant, or a leaf that folding changed (`x <=> NULL` became `x IS NULL`), takes
+    the NOT into itself, so a normalized expression stays in NNF and normalizing it again changes nothing."""
+    if child is not node.child or (type(child) is Literal and (child.value is None or type(child.value) is bool)):
         return _negate_leaf(child)
-    return _negation_kept(node, child)
+    return node
 
 
 def fold_constants(expr: Expr) -> Expr:
