@@ -18,7 +18,16 @@ from sargable.expr.evaluate import compare_values
 from sargable.types import INTEGER_RANGES, float32, parse_type
 
 TYPES = [
-    "tinyint", "int", "bigint", "float", "double", "decimal(5,2)", "decimal(38,10)", "date", "timestamp", "boolean",
+    "tinyint",
+    "int",
+    "bigint",
+    "float",
+    "double",
+    "decimal(5,2)",
+    "decimal(38,10)",
+    "date",
+    "timestamp",
+    "boolean",
 ]
 
 
