@@ -246,7 +246,11 @@ def floor(value: Any, dtype: DataType) -> tuple[Any, bool] | None:
     a naive datetime with a date (as its day, exact at midnight) and a date with a timestamp (as its midnight).
     None when the literal is not of a kind the type compares with by value.
     """
-    name = dtype.name
+    name, kind = dtype.name, type(value)
+    if kind is int and name in INTEGER_RANGES and INTEGER_RANGES[name][0] <= value <= INTEGER_RANGES[name][1]:
+        return value, True
+    if kind is dt.date and name == "date":
+        return value, True
     if name == "boolean":
         return (value, True) if isinstance(value, bool) else None
     if name == "date":

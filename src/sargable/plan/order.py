@@ -79,15 +79,14 @@ def domain_position(value: Any, dtype: DataType) -> tuple[tuple[Any, bool], tupl
     ...). None when the literal is not of a kind the column compares by value (left to the key filter): the planner
     compares a date column with dates and a timestamp column with naive datetimes only.
     """
+    name = dtype.name
+    if (name == "date" and type(value) is not dt.date) or (name == "timestamp" and not isinstance(value, dt.datetime)):
+        return None
     if dtype.is_string:
         if not isinstance(value, str):
             return None
         ceiling, exact = string_ceiling(value)
         return ((ceiling, False), (ceiling, True)) if exact else ((ceiling, False),) * 2
-    if dtype.name == "date" and type(value) is not dt.date:
-        return None
-    if dtype.name == "timestamp" and not isinstance(value, dt.datetime):
-        return None
     position = floor(value, dtype)
     if position is None:
         return None
