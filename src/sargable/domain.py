@@ -63,7 +63,6 @@ INCOMPARABLE: Any = object()
 """The `bound` (or `exact_value`) of a literal the type does not compare with by value."""
 
 _TINY32 = struct.unpack(">f", bytes.fromhex("00000001"))[0]
-_MAX32 = struct.unpack(">f", bytes.fromhex("7f7fffff"))[0]
 
 
 def _is_number(value: Any) -> bool:
