@@ -272,7 +272,7 @@ class Metastore:
             start, stop = _range_of(b"T")
             return [".".join(keys.decode(k[1:], [STRING, STRING])) for k, _ in self._store.scan(CATALOG, start, stop)]
         db = self._database(database)["name"]
-        start, stop = keys.prefixed_range(b"T", *keys.range_for([db], [STRING, STRING]))
+        start, stop = keys.prefixed_range(b"T", *keys.prefix_range([db], [STRING, STRING]))
         return [keys.decode(k[1:], [STRING, STRING])[1] for k, _ in self._store.scan(CATALOG, start, stop)]
 
     def drop_table(self, database: str, name: str) -> None:
@@ -787,7 +787,8 @@ class Metastore:
         return layout.prefix + layout.file_codec.encode([*values, path])
 
     def _file_range(self, table: Table, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
-        return keys.prefixed_range(table_prefix(table.table_id), *keys.range_for(list(values), self._file_types(table)))
+        start, stop = keys.prefix_range(list(values), self._file_types(table))
+        return keys.prefixed_range(table_prefix(table.table_id), start, stop)
 
     def _path_key(self, table: Table, path: str) -> bytes:
         return table_prefix(table.table_id) + keys.encode([path], [STRING])

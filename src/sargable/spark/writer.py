@@ -159,7 +159,7 @@ def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns:
     """A picklable function for executors: item index -> pickled FileStats read from that staged file's footer."""
 
     def task(index: int) -> bytes:
-        from sargable.stats import stats_from_parquet
+        from sargable.parquet_stats import stats_from_parquet
 
         staged, final, spec, size = items[index]
         stats = stats_from_parquet(staged, list(columns))
