@@ -13,8 +13,11 @@ import importlib.util
 import io
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from sargable.expr import Column, Comparison, Expr, Literal, Regex, and_, or_
 from sargable.expr.java_regex import translate_java_regex
@@ -95,6 +98,14 @@ class HiveOracle:
     def close(self) -> None:
         self.requests.close()
         self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def hive_oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveOracle]:
+    """One JVM for the whole run (a test module uses it with `pytest_plugins = ["hive_oracle"]`)."""
+    oracle = HiveOracle(tmp_path_factory.mktemp("hive-oracle"))
+    yield oracle
+    oracle.close()
 
 
 def hive_tree_expr(tokens: list[str]) -> Expr:

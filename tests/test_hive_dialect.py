@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sargable as sg
-from hive_oracle import HiveOracle
 from sargable.expr import Column, Expr, In, Regex, bind, col, evaluate, lit, parse, render
 from sargable.expr.java_regex import translate_java_regex
 from test_evaluate import duck
@@ -53,11 +51,10 @@ def selected(expr: Expr) -> list[int]:
     return [i for i, row in enumerate(ROWS) if evaluate(bound, row) is True]
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveOracle]:
-    oracle = HiveOracle(Path(tmp_path_factory.mktemp("hive-oracle")))
-    yield oracle
-    oracle.close()
+if TYPE_CHECKING:
+    from hive_oracle import HiveOracle
+
+pytest_plugins = ["hive_oracle"]
 
 
 # -- every form, by hand --------------------------------------------------------------------------------------------
@@ -174,30 +171,30 @@ def test_form_selects_what_duckdb_selects(text: str, duck_where: str, version: s
 
 
 @pytest.mark.parametrize(("text", "duck_where"), [(t, d) for t, d, v in FORMS if v == H23])
-def test_form_means_what_hive_23_parses(hive: HiveOracle, text: str, duck_where: str) -> None:
+def test_form_means_what_hive_23_parses(hive_oracle: HiveOracle, text: str, duck_where: str) -> None:
     """Hive 2.3's parser accepts the form, and its tree (read with Hive's meaning) selects what sargable's does."""
-    answer = hive.parse(text)
+    answer = hive_oracle.parse(text)
     assert answer.status == "ok", answer.message
     assert answer.tree is not None
     assert selected(answer.tree) == selected(parse(text, dialect="hive"))
 
 
-def test_hive_23_quirks_sargable_does_not_copy(hive: HiveOracle) -> None:
+def test_hive_23_quirks_sargable_does_not_copy(hive_oracle: HiveOracle) -> None:
     """Where Hive 2.3's parser reads text in a way no client relies on, sargable refuses or reads it as SQL does;
     docs/filter-syntax.md lists these."""
-    assert hive.parse("hr = 1 country = 'US'").status == "rest-ignored"
+    assert hive_oracle.parse("hr = 1 country = 'US'").status == "rest-ignored"
     with pytest.raises(sg.FilterSyntaxError, match="found 'country'"):
         parse("hr = 1 country = 'US'", dialect="hive")
-    assert hive.parse("country = 'it''s'").status == "rest-ignored"
+    assert hive_oracle.parse("country = 'it''s'").status == "rest-ignored"
     assert parse("country = 'it''s'", dialect="hive") == col("country").eq("it's")
-    assert hive.parse("(struct(hr, country)) in (const struct(1))").status == "ok"
+    assert hive_oracle.parse("(struct(hr, country)) in (const struct(1))").status == "ok"
     with pytest.raises(sg.FilterSyntaxError, match="this row has 1 value but the IN at position 0 names 2"):
         parse("(struct(hr, country)) in (const struct(1))", dialect="hive")
-    assert hive.parse("hr = 99999999999999999999").status == "error"
+    assert hive_oracle.parse("hr = 99999999999999999999").status == "error"
     assert parse("hr = 99999999999999999999", dialect="hive") == col("hr").eq(99999999999999999999)
 
 
-def test_hive_reads_these_words_as_names(hive: HiveOracle) -> None:
+def test_hive_reads_these_words_as_names(hive_oracle: HiveOracle) -> None:
     """Hive's grammar has no IS, NULL, TRUE, FALSE, RLIKE or REGEXP: beside a constant they name a column."""
     for word in ("is", "null", "true", "false", "rlike", "regexp", "date"):
         for text, expected in [
@@ -207,7 +204,7 @@ def test_hive_reads_these_words_as_names(hive: HiveOracle) -> None:
             (f"{word} between 1 and 2", Column(word).between(1, 2)),
             (f"{word} like 'a.*'", Regex(Column(word), translate_java_regex("a.*", whole=True))),
         ]:
-            assert hive.parse(text).status == "ok", text
+            assert hive_oracle.parse(text).status == "ok", text
             assert parse(text, dialect="hive") == expected, text
             assert parse(render(expected)) == expected
     assert parse("x = true and y is null", dialect="hive") == (col("x").eq(True) & col("y").is_null())
@@ -331,8 +328,8 @@ def test_drawn_filters_select_what_duckdb_selects(drawn: Drawn) -> None:
 
 @settings(max_examples=100)
 @given(FILTERS.filter(lambda d: d.hive23))
-def test_drawn_hive_23_filters_mean_what_hive_parses(hive: HiveOracle, drawn: Drawn) -> None:
-    answer = hive.parse(drawn.hive)
+def test_drawn_hive_23_filters_mean_what_hive_parses(hive_oracle: HiveOracle, drawn: Drawn) -> None:
+    answer = hive_oracle.parse(drawn.hive)
     assert answer.status == "ok", (drawn.hive, answer.message)
     assert answer.tree is not None
     assert selected(answer.tree) == selected(parse(drawn.hive, dialect="hive")), drawn.hive

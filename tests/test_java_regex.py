@@ -10,23 +10,19 @@ rejects must be rejected; a pattern refused as untranslatable must be one of the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hive_oracle import HiveOracle
 from sargable.errors import PatternError
 from sargable.expr.java_regex import translate_java_regex
 
+if TYPE_CHECKING:
+    from hive_oracle import HiveOracle
 
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveOracle]:
-    oracle = HiveOracle(Path(tmp_path_factory.mktemp("java-regex")))
-    yield oracle
-    oracle.close()
+pytest_plugins = ["hive_oracle"]
 
 
 LITERALS = [
@@ -187,9 +183,9 @@ def check(java: HiveOracle, pattern: str, samples: list[str]) -> None:
 
 @settings(max_examples=400)
 @given(st.data())
-def test_translation_matches_what_java_matches(java: HiveOracle, data: st.DataObject) -> None:
+def test_translation_matches_what_java_matches(hive_oracle: HiveOracle, data: st.DataObject) -> None:
     pattern = data.draw(patterns(), label="pattern")
-    check(java, pattern, data.draw(values(pattern), label="values"))
+    check(hive_oracle, pattern, data.draw(values(pattern), label="values"))
 
 
 @settings(max_examples=150)
@@ -224,9 +220,9 @@ def test_translation_matches_what_java_matches(java: HiveOracle, data: st.DataOb
     st.lists(st.text(VALUES_ALPHABET, max_size=5), min_size=3, max_size=5),
 )
 def test_token_soup_is_rejected_exactly_when_java_rejects_it(
-    java: HiveOracle, pattern: str, samples: list[str]
+    hive_oracle: HiveOracle, pattern: str, samples: list[str]
 ) -> None:
-    check(java, pattern, samples)
+    check(hive_oracle, pattern, samples)
 
 
 @pytest.mark.parametrize(
@@ -264,8 +260,8 @@ def test_token_soup_is_rejected_exactly_when_java_rejects_it(
         ("(?x)[ a]", " ", False),
     ],
 )
-def test_known_differences_are_translated(java: HiveOracle, pattern: str, value: str, expected: bool) -> None:
-    assert java.matches(pattern, value) is expected
+def test_known_differences_are_translated(hive_oracle: HiveOracle, pattern: str, value: str, expected: bool) -> None:
+    assert hive_oracle.matches(pattern, value) is expected
     assert (re.match(translate_java_regex(pattern, whole=True), value) is not None) is expected
 
 
@@ -289,8 +285,8 @@ def test_known_differences_are_translated(java: HiveOracle, pattern: str, value:
         ("(?<=a+)b", "look-behind requires fixed-width pattern"),
     ],
 )
-def test_untranslatable_patterns_are_refused_clearly(java: HiveOracle, pattern: str, fragment: str) -> None:
-    assert isinstance(java.matches(pattern, "a"), bool), "Java accepts it: the refusal is sargable's"
+def test_untranslatable_patterns_are_refused_clearly(hive_oracle: HiveOracle, pattern: str, fragment: str) -> None:
+    assert isinstance(hive_oracle.matches(pattern, "a"), bool), "Java accepts it: the refusal is sargable's"
     with pytest.raises(PatternError, match="cannot translate the Java regular expression") as info:
         translate_java_regex(pattern, whole=True)
     assert fragment in str(info.value)
@@ -316,8 +312,8 @@ def test_untranslatable_patterns_are_refused_clearly(java: HiveOracle, pattern: 
         "\\q",
     ],
 )
-def test_patterns_java_rejects_are_rejected(java: HiveOracle, pattern: str) -> None:
-    assert isinstance(java.matches(pattern, "a"), str), "Java accepts it"
+def test_patterns_java_rejects_are_rejected(hive_oracle: HiveOracle, pattern: str) -> None:
+    assert isinstance(hive_oracle.matches(pattern, "a"), str), "Java accepts it"
     with pytest.raises(PatternError, match="invalid regular expression"):
         translate_java_regex(pattern, whole=True)
 
