@@ -124,7 +124,6 @@ DOUBLE = DataType("double")
 DATE = DataType("date")
 TIMESTAMP = DataType("timestamp")
 BOOLEAN = DataType("boolean")
-BINARY = DataType("binary")
 NULL = DataType("null")
 """The type of the bare `NULL` literal; no column has it."""
 
