@@ -185,7 +185,8 @@ class _Parser:
                 elif kind == ")" and not any(op[0] == "(" for op in ops):
                     self._fail("unbalanced parenthesis: this ')' has no matching '('", starts[self.i])
                 else:
-                    values.append(self._truth_tests(self._predicate()))
+                    predicate = self._predicate()
+                    values.append(self._truth_tests(predicate) if kinds[self.i] == "IS" else predicate)
                     expect_predicate = False
             elif kind in ("AND", "OR"):
                 rank = _PRECEDENCE[kind]
