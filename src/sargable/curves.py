@@ -315,4 +315,4 @@ class Clustering:
         """Row order along the curve; rows of one key cell are ordered by the clustered columns themselves."""
         order: Any = [("__key", "ascending")] + [(n, "ascending") for n in self.names]
         table = pa.table({"__key": self.keys(data), **{n: data.column(n) for n in self.names}})
-        return pc.sort_indices(table, sort_keys=order, null_placement="at_start")
+        return pc.sort_indices(table, sort_keys=order)
