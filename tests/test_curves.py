@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sargable.curves import Clustering, ColumnRanks, default_bits, hilbert, zorder
+from sargable.curves import Clustering, ColumnRanks, cut_boundaries, default_bits, hilbert, zorder
 from sargable.errors import OptimizeError
 from sargable.health import column_coverage
 from sargable.parquet_stats import stats_from_arrow
@@ -254,3 +254,37 @@ def test_sampled_ranks_give_the_same_order_as_exact_ones_on_distinct_values():
     assert (np.diff(exact.astype(np.int64)) > 0).all()
     assert (np.diff(sampled.astype(np.int64)) >= 0).all()
     assert len(set(sampled.tolist())) == 39
+
+
+def _trailing_zeros(value: int) -> int:
+    return (value & -value).bit_length() - 1
+
+
+@given(st.lists(st.integers(0, 600), min_size=1, max_size=120), st.integers(1, 12), st.sampled_from([0.0, 0.1, 0.25]))
+def test_cuts_move_to_the_largest_aligned_cell_within_the_slack(keys: list[int], files: int, slack: float):
+    keys = sorted(keys)
+    boundaries = cut_boundaries(np.array(keys), files, slack).tolist()
+    assert boundaries == sorted(set(boundaries))
+    share = len(keys) / files
+    windows = []
+    for cut in range(1, files):
+        low = min(len(keys) - 1, max(0, math.floor(cut * share - slack * share)))
+        high = min(len(keys) - 1, max(0, math.ceil(cut * share + slack * share) - 1))
+        windows.append((keys[low] + 1, keys[high]))
+    for low, high in windows:
+        if low > high:
+            assert high in boundaries
+            continue
+        best = max(range(low, high + 1), key=_trailing_zeros)
+        assert any(low <= b <= high and _trailing_zeros(b) == _trailing_zeros(best) for b in boundaries)
+    if len(set(keys)) == len(keys) and files > 1:
+        sizes = np.diff([0, *np.searchsorted(keys, boundaries).tolist(), len(keys)])
+        assert sizes.max() <= (1 + 2 * slack) * share + 2
+
+
+def test_cut_arguments_are_checked():
+    assert cut_boundaries(np.array([1, 2, 3]), 1).tolist() == []
+    with pytest.raises(OptimizeError, match="files"):
+        cut_boundaries(np.array([1]), 0)
+    with pytest.raises(OptimizeError, match="slack"):
+        cut_boundaries(np.array([1]), 2, slack=0.5)

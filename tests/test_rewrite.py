@@ -92,6 +92,14 @@ def test_clustering_rewrites_whole_partitions_of_two_files_or_more():
     ]
     assert plan.cluster_by == ("user_id", "event_time")
     assert plan_rewrite(partitions, target_file_bytes=target).partitions[0].partition == "d"
+    clustered = [f.path for files in partitions.values() for f in files]
+    again = plan_rewrite(partitions, target_file_bytes=target, cluster_by=["user_id"], clustered=clustered)
+    assert [p.partition for p in again.partitions] == ["d"]
+    appended = {"a": [*partitions["a"], *_files([MIB], "a/new")]}
+    assert (
+        len(plan_rewrite(appended, target_file_bytes=target, cluster_by=["user_id"], clustered=clustered).partitions)
+        == 1
+    )
 
 
 SIZES = st.lists(st.integers(0, 1000), max_size=12)
@@ -102,8 +110,14 @@ def test_every_file_is_rewritten_kept_or_untouched_exactly_once(sizes: dict, tar
     cluster = data.draw(st.booleans())
     min_input_files = data.draw(st.integers(1, 6))
     partitions = {name: _files(s, name) for name, s in sizes.items()}
+    every = [f.path for files in partitions.values() for f in files]
+    clustered = set(data.draw(st.lists(st.sampled_from(every), unique=True))) if every else set()
     plan = plan_rewrite(
-        partitions, target_file_bytes=target, min_input_files=min_input_files, cluster_by=["x"] if cluster else []
+        partitions,
+        target_file_bytes=target,
+        min_input_files=min_input_files,
+        cluster_by=["x"] if cluster else [],
+        clustered=clustered,
     )
     low, high = file_size_limits(target)
     planned = {p.partition: p for p in plan.partitions}
@@ -113,14 +127,15 @@ def test_every_file_is_rewritten_kept_or_untouched_exactly_once(sizes: dict, tar
         too_large = any(f.size_bytes > high for f in files)
         if entry is None:
             if cluster:
-                assert len(files) < 2 and not too_large
+                assert not too_large and (len(files) < 2 or all(f.path in clustered for f in files))
             else:
                 assert len(far) < max(2, min_input_files) and not too_large
             continue
         assert sorted(f.path for f in entry.rewrite + entry.keep) == sorted(f.path for f in files)
         assert entry.output_files >= 1
         if cluster:
-            assert not entry.keep and (len(files) >= 2 or too_large)
+            assert not entry.keep
+            assert too_large or (len(files) >= 2 and any(f.path not in clustered for f in files))
         else:
             assert all(low <= f.size_bytes <= high for f in entry.keep)
             assert [f.path for f in entry.rewrite] == [f.path for f in far]

@@ -9,7 +9,9 @@ interleave fairly (a Zipf-skewed id and a uniform timestamp each split the rows 
   value as a point (exact ranks), `p = (#values < v + #values <= v) / (2 n)`.
 - Codes: NULL is 0, NaN is `2**bits - 1` (Spark's order: NULL first, NaN above every number), every other value is
   `1 + floor(p * (2**bits - 3))`, so codes are monotone in the column's order (ties allowed) and NULL / NaN rows
-  sit at the two ends of each dimension.
+  sit at the two ends of each dimension. The rows of a frequent value share one code: spreading them over the
+  value's range of ranks (as Delta's random noise on range ids does) put a Zipf-hot user in more files, not fewer,
+  in `benchmarks/optimize.py`.
 - `zorder` interleaves the codes' bits (the first column's bit first at each level); `hilbert` is Skilling's
   transform ("Programming the Hilbert curve", 2004) followed by the same interleaving. Keys fit in 63 bits, so they
   sort the same as Arrow `int64` and Spark `bigint`.
@@ -316,3 +318,34 @@ class Clustering:
         order: Any = [("__key", "ascending")] + [(n, "ascending") for n in self.names]
         table = pa.table({"__key": self.keys(data), **{n: data.column(n) for n in self.names}})
         return pc.sort_indices(table, sort_keys=order)
+
+
+def _roundest(low: int, high: int) -> int:
+    """The integer in [low, high] with the most trailing zero bits: the start of the largest aligned cell inside."""
+    if low >= high:
+        return high
+    level = (low ^ high).bit_length() - 1
+    return (high >> level) << level
+
+
+def cut_boundaries(sorted_keys: np.ndarray, files: int, slack: float = 0.25) -> np.ndarray:
+    """Keys at which to cut rows sorted by curve key into about `files` files: file `i` holds the keys below
+    boundary `i`. Each cut may move up to `slack` of a file's rows from the even cut, to the start of the largest
+    aligned cell of the curve in reach, so a file holds whole cells (a compact box) rather than slivers of two
+    (files keep between `1 - 2 * slack` and `1 + 2 * slack` times the mean rows, ties aside). Works on all keys of a
+    partition or on a sorted sample of them."""
+    if files < 1:
+        raise OptimizeError(f"files must be at least 1, got {files}")
+    if not 0 <= slack < 0.5:
+        raise OptimizeError(f"slack must be in [0, 0.5), got {slack}")
+    keys = np.asarray(sorted_keys, dtype=np.int64)
+    count = len(keys)
+    if count == 0 or files == 1:
+        return np.empty(0, dtype=np.int64)
+    share = count / files
+    out = []
+    for cut in range(1, files):
+        low = min(count - 1, max(0, int(np.floor(cut * share - slack * share))))
+        high = min(count - 1, max(0, int(np.ceil(cut * share + slack * share)) - 1))
+        out.append(_roundest(int(keys[low]) + 1, int(keys[high])))
+    return np.unique(np.array(out, dtype=np.int64))

@@ -9,7 +9,8 @@ close to:
   one small file rewritten alone stays small), or when one of them is too large (it is split).
 - Clustering (`cluster_by`) rewrites every file of a partition together, so the whole partition follows one curve,
   when the partition has at least two files or one too large; a partition of one file in range is left alone
-  (clustering it can't change which files a filter skips).
+  (clustering it can't change which files a filter skips), and so is one whose files were all written clustered
+  by the same columns (`clustered`: their paths), so running optimize again rewrites only what changed.
 - The number of output files is Iceberg's: `input bytes / target`, rounded up when the remainder would make a file
   of at least `min_file_bytes`, else rounded down if spreading the remainder keeps the average file under
   1.1 x target and under the write maximum (halfway between target and `max_file_bytes`); at least one.
@@ -17,7 +18,7 @@ close to:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,11 +173,18 @@ class RewritePlan:
 
 
 def _partition_plan(
-    name: str, files: Sequence[FileStats], target: int, low: int, high: int, min_input_files: int, cluster: bool
+    name: str,
+    files: Sequence[FileStats],
+    target: int,
+    low: int,
+    high: int,
+    min_input_files: int,
+    cluster: bool,
+    clustered: Collection[str],
 ) -> PartitionRewrite | None:
     too_large = [f for f in files if f.size_bytes > high]
     if cluster:
-        if len(files) < 2 and not too_large:
+        if not too_large and (len(files) < 2 or all(f.path in clustered for f in files)):
             return None
         rewrite, keep, reason = tuple(files), (), CLUSTERING
     else:
@@ -198,6 +206,7 @@ def plan_rewrite(
     cluster_by: Sequence[str] = (),
     min_file_bytes: int | None = None,
     max_file_bytes: int | None = None,
+    clustered: Collection[str] = frozenset(),
 ) -> RewritePlan:
     """The rewrite plan of a table's partitions (name -> its files), by the rules of the module docstring."""
     if isinstance(target_file_bytes, bool) or not isinstance(target_file_bytes, int) or target_file_bytes < 1:
@@ -216,6 +225,7 @@ def plan_rewrite(
     columns = tuple(cluster_by)
     if len(set(columns)) != len(columns):
         raise OptimizeError(f"a column is named twice in cluster_by {list(columns)}")
+    clustered_paths = frozenset(clustered)
     planned = []
     files_total = bytes_total = 0
     for name, files in partitions.items():
@@ -224,7 +234,9 @@ def plan_rewrite(
             raise OptimizeError(f"partition {name!r}: plan_rewrite takes lists of sargable.FileStats")
         files_total += len(files)
         bytes_total += sum(f.size_bytes for f in files)
-        entry = _partition_plan(name, files, target_file_bytes, low, high, min_input_files, bool(columns))
+        entry = _partition_plan(
+            name, files, target_file_bytes, low, high, min_input_files, bool(columns), clustered_paths
+        )
         if entry is not None:
             planned.append(entry)
     return RewritePlan(target_file_bytes, low, high, columns, tuple(planned), len(partitions), files_total, bytes_total)
