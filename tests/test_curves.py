@@ -260,6 +260,7 @@ def _trailing_zeros(value: int) -> int:
     return (value & -value).bit_length() - 1
 
 
+@settings(max_examples=500)
 @given(st.lists(st.integers(0, 600), min_size=1, max_size=120), st.integers(1, 12), st.sampled_from([0.0, 0.1, 0.25]))
 def test_cuts_move_to_the_largest_aligned_cell_within_the_slack(keys: list[int], files: int, slack: float):
     keys = sorted(keys)

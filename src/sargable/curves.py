@@ -325,6 +325,8 @@ def _roundest(low: int, high: int) -> int:
     if low >= high:
         return high
     level = (low ^ high).bit_length() - 1
+    if low > 0 and (low & -low).bit_length() - 1 > level:
+        return low
     return (high >> level) << level
 
 
