@@ -18,8 +18,10 @@ interleave fairly (a Zipf-skewed id and a uniform timestamp each split the rows 
 
 `Clustering.fit(data, columns)` builds the ranks of every column (on the driver, from a sample of one partition);
 `Clustering.keys(batch)` and `Clustering.sort_indices(table)` are vectorized over Arrow data (numpy underneath), so
-the same object can run inside Spark tasks over Arrow batches (`mapInArrow` or an Arrow UDF over just the
-clustered columns) or over a pyarrow table. The ranks are small (at most `2 * buckets + 1` codes per column).
+the same object can run inside Spark tasks over Arrow batches (an Arrow UDF over just the clustered columns, the
+rows staying in the JVM) or over a pyarrow table. The ranks are small (at most `2 * buckets + 1` codes per column).
+`cut_boundaries(sorted_keys, files)` chooses the keys at which to cut the ordered rows into files, each cut moved
+(within a slack) to the start of the largest aligned cell of the curve in reach, so files hold compact boxes.
 """
 
 from __future__ import annotations
