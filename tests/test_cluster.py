@@ -80,8 +80,8 @@ def test_footers_are_read_on_executors(cluster_run):
 
 
 def test_concurrent_writes_both_land(cluster_run):
+    from sargable.fs import FileSystem
     from sargable.metastore import Metastore
-    from sargable.spark.files import FileSystem
 
     results, url = cluster_run
     with Metastore.open(url) as ms:
