@@ -192,7 +192,15 @@ def cmd_create_table(args: argparse.Namespace, console: Console) -> None:
     keys = parse_schema(args.partition_keys) if args.partition_keys else []
     with _metastore(args, create=True) as ms:
         ms.create_database(db, if_not_exists=True)
-        ms.create_table(db, name, columns, keys, location=args.location, if_not_exists=args.if_not_exists)
+        ms.create_table(
+            db,
+            name,
+            columns,
+            keys,
+            location=args.location,
+            if_not_exists=args.if_not_exists,
+            share_location=args.share_location,
+        )
         for column in args.index or []:
             if column.lower() not in ms.get_table(db, name).indexes:
                 ms.create_index(db, name, column)
@@ -509,7 +517,10 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("table", help="DB.TABLE")
     create.add_argument("--columns", help="data columns, e.g. 'user_id bigint, amount double'")
     create.add_argument("--partition-keys", help="partition keys in key order, e.g. 'ds date, hr int'")
-    create.add_argument("--location", help="table location (default: under the warehouse)")
+    create.add_argument(
+        "--location", help="table location (default: under the warehouse; a relative one is taken from here)"
+    )
+    create.add_argument("--share-location", action="store_true", help="allow a location overlapping another table's")
     create.add_argument("--index", action="append", metavar="KEY", help="a partition key to index (repeatable)")
     create.add_argument("--if-not-exists", action="store_true", help="no error if the table exists")
     create.add_argument("--json", action="store_true", help="print JSON")

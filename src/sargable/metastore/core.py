@@ -200,7 +200,8 @@ class Metastore:
         if url.startswith("sqlite:///"):
             path = Path(url[len("sqlite:///") :].split("?", 1)[0]).expanduser()
             if not create and (not path.is_file() or path.stat().st_size == 0):
-                raise NoSuchObjectError(f"no metastore at {path}: the file is missing or empty")
+                reason = "the file is empty" if path.is_file() else "no such file"
+                raise NoSuchObjectError(f"no metastore at {path} ({reason})")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
