@@ -106,6 +106,55 @@ def test_vacuum_never_follows_a_symlink(ms: Metastore, tmp_path: Path) -> None:
     assert not garbage.exists()
 
 
+def test_vacuum_keeps_hidden_files_and_empties_only_the_staging_folder(ms: Metastore) -> None:
+    table, location = new_table(ms)
+    hidden = [
+        touch(location / "_SUCCESS"),
+        touch(location / "ds=a" / ".part-0.parquet.crc"),
+        touch(location / ".sargable" / "notes.parquet"),
+        touch(location / "_tmp" / "part-1.parquet"),
+    ]
+    staging = location / "_sargable_staging" / "0123abcd"
+    staged = [
+        touch(staging / "ds=a" / "part-2.parquet"),
+        touch(staging / "ds=a" / ".part-2.parquet.crc"),
+        touch(staging / "_SUCCESS"),
+        touch(staging / "_temporary" / "0" / "x"),
+    ]
+    assert sgs.vacuum(table, metastore=ms, dry_run=False, older_than=3600) == []
+    assert all(p.exists() for p in hidden + staged)
+    assert sorted(vacuum(ms, table)) == sorted(str(p) for p in staged)
+    assert all(p.exists() for p in hidden)
+    assert not (location / "_sargable_staging").exists()
+
+
+def test_the_deleter_never_reaches_a_file_through_a_symlink(ms: Metastore, tmp_path: Path) -> None:
+    from sargable.deletion import Deleter
+
+    table, location = new_table(ms)
+    outside = touch(tmp_path / "outside" / "f.parquet")
+    touch(location / "ds=a" / "listed.parquet")
+    register(ms, table, str(location / "ds=a" / "listed.parquet"), {"ds": "a"})
+    (location / "ds=b").symlink_to(outside.parent, target_is_directory=True)
+    (location / "ds=a" / "link.parquet").symlink_to(outside)
+    deleter = Deleter(ms, ms.get_table("db", "t"))
+    refused = {
+        f"{location}/ds=b/f.parquet": "symlink",
+        f"{location}/ds=a/link.parquet": "symlink",
+        str(outside): "not under the table location",
+        f"{location}/ds=a/../../../outside/f.parquet": r"'\.\.'",
+        f"{location}/ds=a/listed.parquet": "lists it",
+        f"file://{location}/ds=a/listed.parquet": "lists it",
+    }
+    for path, reason in refused.items():
+        assert re.search(reason, deleter.delete(path) or ""), (path, deleter.delete(path))
+    assert outside.exists() and (location / "ds=a" / "listed.parquet").exists()
+    assert deleter.delete(str(location / "ds=a" / "missing.parquet")) is None
+    extra = touch(location / "ds=a" / "extra.parquet")
+    assert deleter.refusal(str(extra)) is None and extra.exists()
+    assert deleter.delete(str(extra)) is None and not extra.exists()
+
+
 def test_vacuum_keeps_files_registered_under_any_spelling(ms: Metastore) -> None:
     table, location = new_table(ms)
     spellings = {

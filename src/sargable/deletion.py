@@ -1,7 +1,8 @@
 """The one place that deletes data files: every delete is checked, immediately before it, against each rule below.
 
 A `Deleter` serves one table. It refuses the table outright when its location is unsafe: not absolute, a root, or
-holding the warehouse root or the metastore's files. It then deletes a file only when
+holding the metastore's files or the warehouse root (an existing one: the default warehouse, `./warehouse`, depends
+on the current directory). It then deletes a file only when
 
 1. the file is a regular file (not a symlink, device, ...) reached from the table's real location (symlinks
    resolved) without passing through a symlink: locally each folder is opened with `O_NOFOLLOW` relative to the one
@@ -58,7 +59,9 @@ class Deleter:
         self.location = location
         self.real_location = os.path.realpath(location) if is_local(location) else location
         self._metastore_files = [os.path.abspath(path) for path in ms.store.files]
-        protected = [(ms.warehouse, "the warehouse root"), *((p, "the metastore") for p in self._metastore_files)]
+        protected = [(p, "the metastore") for p in self._metastore_files]
+        if not is_local(ms.warehouse) or os.path.isdir(ms.warehouse):
+            protected.append((ms.warehouse, "the warehouse root"))
         for path, what in protected:
             if any(is_within(p, mine) for p in _forms(path) for mine in _forms(location)):
                 raise DeletionRefusedError(
@@ -167,22 +170,17 @@ class Deleter:
             return f"the delete failed: {exc}"
         return None
 
-    def remove_empty_folders(self, path: str, *, changed_before: float | None = None) -> list[tuple[str, str]]:
-        """Remove `path` and the folders below it that are empty, deepest first, with `rmdir` only (a folder that
-        changed after `changed_before` is spared: a write may be about to fill it); returns the (folder, reason)
-        pairs of those left (not empty, a symlink on the way, ...)."""
-        top = self.fs.info(path)
-        if top is None:
+    def remove_empty_folders(self, path: str) -> list[tuple[str, str]]:
+        """Remove `path` and the folders below it that are empty, deepest first, with `rmdir` only; returns the
+        (folder, reason) pairs of those left (not empty, a symlink on the way, ...)."""
+        if self.fs.info(path) is None:
             return []
-        entries = [top, *(e for e in self.fs.walk(path) if e.kind == DIRECTORY)]
+        folders = [path, *(e.path for e in self.fs.walk(path) if e.kind == DIRECTORY)]
         left = []
-        for entry in sorted(entries, key=lambda e: len(parts_of(e.path)[1]), reverse=True):
-            if changed_before is not None and entry.changed > changed_before:
-                left.append((entry.path, "changed recently"))
-                continue
-            reason = self.remove_folder(entry.path)
+        for folder in sorted(folders, key=lambda p: len(parts_of(p)[1]), reverse=True):
+            reason = self.remove_folder(folder)
             if reason is not None:
-                left.append((entry.path, reason))
+                left.append((folder, reason))
         return left
 
     def remove_folder(self, path: str) -> str | None:

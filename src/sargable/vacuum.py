@@ -12,6 +12,8 @@ The garbage set of a table is every regular file below its location that
 - has not changed for `older_than` seconds (the later of modification and status-change time, so a file that a
   writer has just renamed into place is young).
 
+The staging folder's subfolders that had not changed for `older_than` seconds either are then removed if empty.
+
 Deleting goes through `sargable.deletion`, which re-checks each file immediately before deleting it.
 """
 
@@ -78,10 +80,17 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
             return False
         return parts[0] == STAGING_DIR or not any(hidden(part) for part in parts)
 
+    staging = join(location, STAGING_DIR)
+    top = deleter.fs.info(staging)
+    old_folders = [staging] if top is not None and top.kind == DIRECTORY and top.changed <= cutoff else []
     garbage: list[str] = []
     kept: list[tuple[str, str]] = []
     for entry in deleter.fs.walk(location, visible):
-        if not visible(entry) or entry.kind == DIRECTORY:
+        if not visible(entry):
+            continue
+        if entry.kind == DIRECTORY:
+            if is_within(entry.path, staging) and entry.changed <= cutoff:
+                old_folders.append(entry.path)
             continue
         if entry.kind == SYMLINK:
             kept.append((entry.path, "a symlink: not followed, not deleted"))
@@ -101,5 +110,6 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
                 deleted.append(path)
             else:
                 kept.append((path, reason))
-        deleter.remove_empty_folders(join(location, STAGING_DIR), changed_before=cutoff)
+        for folder in sorted(old_folders, key=lambda path: path.count("/"), reverse=True):
+            deleter.remove_folder(folder)
     return VacuumResult(tbl.qualified_name, tuple(garbage), tuple(deleted), tuple(kept))
