@@ -380,7 +380,7 @@ class Metastore:
             return
         for other in tables:
             try:
-                theirs = forms(canonical_location(other.location)) if other.location.startswith("/") else set()
+                theirs = forms(canonical_location(other.location, relative=False))
             except PathError:
                 continue
             if any(is_within(a, b) or is_within(b, a) for a in mine for b in theirs):

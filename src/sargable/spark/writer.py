@@ -32,7 +32,7 @@ from typing import Any
 from rich.console import Console
 
 from sargable.deletion import Deleter
-from sargable.errors import NoSuchObjectError, SargableError
+from sargable.errors import DeletionRefusedError, NoSuchObjectError, SargableError
 from sargable.fs import DATA_SUFFIX, DIRECTORY, FILE, STAGING_DIR, FileSystem, hidden
 from sargable.metastore import Metastore, Partition, Table
 from sargable.metastore.names import escape_path_name, parse_partition_name
@@ -302,7 +302,10 @@ def write(
         _check_visible(partition_by, f"{db}.{name}")
         tbl = _ensure_table(ms, db, name, df, partition_by)
         _check_visible(tbl.partition_key_names, tbl.qualified_name)
-        deleter = Deleter(ms, tbl)
+        try:
+            deleter = Deleter(ms, tbl)
+        except DeletionRefusedError as exc:
+            raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
         fs, location = deleter.fs, deleter.location
         _check_staging_root(fs, join(location, STAGING_DIR))
         staging = join(location, STAGING_DIR, uuid.uuid4().hex)
