@@ -124,20 +124,6 @@ class FileSystem:
         selector = pafs.FileSelector(self.native(folder), recursive=False, allow_not_found=True)
         return [self._entry(info) for info in self.fs.get_file_info(selector)]
 
-    def list_files(self, path: str, *, data_only: bool = True) -> list[tuple[str, int, float]]:
-        """(path, size, change time) of the regular files below `path`, in path order; data files only unless told
-        otherwise (no hidden entry: `.crc` files, `_SUCCESS`, anything in a folder `hidden()` names)."""
-        out = []
-        prefix = len(relative_parts(path, self.location))
-
-        def visible(entry: Entry) -> bool:
-            return not data_only or not any(hidden(p) for p in relative_parts(entry.path, self.location)[prefix:])
-
-        for entry in self.walk(path, visible):
-            if entry.kind == FILE and visible(entry):
-                out.append((entry.path, entry.size, entry.changed))
-        return sorted(out)
-
     def move(self, source: str, target: str) -> None:
         """Rename a file, creating the target's directory."""
         native_target = self.native(target)
