@@ -155,6 +155,25 @@ def test_the_deleter_never_reaches_a_file_through_a_symlink(ms: Metastore, tmp_p
     assert deleter.delete(str(extra)) is None and not extra.exists()
 
 
+def test_clearing_a_dropped_tables_folder_goes_through_the_checks(ms: Metastore, tmp_path: Path) -> None:
+    """What `sargable demo --rebuild` does to its tables: drop, then clear the folder through `sargable.deletion`."""
+    from sargable.deletion import Deleter
+
+    table, location = new_table(ms)
+    _, other_location = new_table(ms, "inner", location=str(location / "inner"), share_location=True)
+    outside = touch(tmp_path / "outside" / "f.parquet")
+    files = [touch(location / "ds=a" / "part-0.parquet"), touch(location / "_sargable_staging" / "x" / "_SUCCESS")]
+    register(ms, table, str(files[0]), {"ds": "a"})
+    theirs = touch(other_location / "part-1.parquet")
+    (location / "ds=b").symlink_to(outside.parent, target_is_directory=True)
+    deleter = Deleter(ms, ms.get_table("db", "t"))
+    ms.drop_table("db", "t")
+    left = dict(deleter.clear(str(location)))
+    assert not any(p.exists() for p in files) and outside.exists() and theirs.exists()
+    assert "symlink" in left[f"{location}/ds=b"] and "table db.inner" in left[str(theirs)]
+    assert not (location / "ds=a").exists() and not (location / "_sargable_staging").exists()
+
+
 def test_vacuum_keeps_files_registered_under_any_spelling(ms: Metastore) -> None:
     table, location = new_table(ms)
     spellings = {

@@ -170,12 +170,26 @@ class Deleter:
             return f"the delete failed: {exc}"
         return None
 
+    def clear(self, folder: str) -> list[tuple[str, str]]:
+        """Delete every file below `folder` that passes the checks (found without following a symlink), then the
+        folders left empty; returns the (path, reason) pairs of what is left."""
+        if self.fs.info(folder) is None:
+            return []
+        left = []
+        for entry in self.fs.walk(folder):
+            if entry.kind != DIRECTORY:
+                reason = self.delete(entry.path)
+                if reason is not None:
+                    left.append((entry.path, reason))
+        return left + self.remove_empty_folders(folder)
+
     def remove_empty_folders(self, path: str) -> list[tuple[str, str]]:
-        """Remove `path` and the folders below it that are empty, deepest first, with `rmdir` only; returns the
-        (folder, reason) pairs of those left (not empty, a symlink on the way, ...)."""
+        """Remove `path` (unless it is the table location) and the folders below it that are empty, deepest first,
+        with `rmdir` only; returns the (folder, reason) pairs of those left (not empty, a symlink on the way, ...)."""
         if self.fs.info(path) is None:
             return []
-        folders = [path, *(e.path for e in self.fs.walk(path) if e.kind == DIRECTORY)]
+        top = [] if path == self.location else [path]
+        folders = [*top, *(e.path for e in self.fs.walk(path) if e.kind == DIRECTORY)]
         left = []
         for folder in sorted(folders, key=lambda p: len(parts_of(p)[1]), reverse=True):
             reason = self.remove_folder(folder)

@@ -256,14 +256,7 @@ def _discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
     `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted)."""
     failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
     try:
-        if deleter.fs.info(staging) is None:
-            return failures
-        for entry in deleter.fs.walk(staging):
-            if entry.kind != DIRECTORY:
-                reason = deleter.delete(entry.path)
-                if reason is not None:
-                    failures.append(f"{entry.path}: {reason}")
-        failures.extend(f"{folder}: {reason}" for folder, reason in deleter.remove_empty_folders(staging))
+        failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
         deleter.remove_folder(posixpath.dirname(staging))
     except (OSError, SargableError) as exc:
         failures.append(f"{staging}: can't clean the staging folder: {exc}")
