@@ -117,15 +117,20 @@ def _decoded_name(key: bytes, fields: int) -> str:
         raise _damaged(CATALOG, key, "a database or table name", exc) from None
 
 
-def _file_path(path: Any, table: Table) -> str:
-    """The canonical form of a data file's path (see `Metastore.commit`)."""
+def _file_base(table: Table) -> str | None:
+    """What a relative file path of the table is taken below: its location (None for a relative one, stored by an
+    earlier version, which names no folder for certain)."""
+    try:
+        return canonical_location(table.location, relative=False)
+    except PathError:
+        return None
+
+
+def _file_path(path: Any, table: Table, base: str | None) -> str:
+    """The canonical form of a data file's path (see `Metastore.commit`); `base` is `_file_base(table)`."""
     if not isinstance(path, str) or not path:
         raise MetastoreError(f"a file needs a non-empty path, got {path!r}")
     try:
-        try:
-            base = canonical_location(table.location, relative=False)
-        except PathError:
-            base = None
         return canonical_file_path(path, base)
     except PathError as exc:
         raise MetastoreError(f"{table.qualified_name}: {exc}") from None
@@ -1033,10 +1038,11 @@ class Metastore:
         new_partitions = [self._partition_values(tbl, spec) for spec in add_partitions]
         replaced = [self._partition_values(tbl, spec) for spec in replace_partitions]
         files = []
+        base = _file_base(tbl)
         for file in add_files:
             if not isinstance(file, FileStats):
                 raise MetastoreError(f"add_files takes FileStats records, got {type(file).__name__}")
-            path = _file_path(file.path, tbl)
+            path = _file_path(file.path, tbl, base)
             if path != file.path:
                 file = dataclasses.replace(file, path=path)
             values = self._partition_values(tbl, file.partition if file.partition is not None else {})
@@ -1152,7 +1158,7 @@ class Metastore:
         file_key = self._store.get(FILE_PATHS, path_key)
         if file_key is None:
             try:
-                canonical = _file_path(path, table)
+                canonical = _file_path(path, table, _file_base(table))
             except MetastoreError:
                 return path_key, None
             if canonical != path:
