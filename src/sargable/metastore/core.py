@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import json
 import os
@@ -19,8 +20,10 @@ from sargable import keys
 from sargable.errors import (
     AlreadyExistsError,
     CommitConflictError,
+    DamagedMetastoreError,
     MetastoreError,
     NoSuchObjectError,
+    PathError,
     SargableError,
     TypeCoercionError,
 )
@@ -36,6 +39,7 @@ from sargable.metastore.records import (
     decode_partition_value,
     encode_partition_value,
 )
+from sargable.paths import canonical_file_path, canonical_location, is_local, is_within, join, parts_of, spellings
 from sargable.plan import FilterPlan, execute
 from sargable.stats import FileStats
 from sargable.store import Store, open_store
@@ -63,6 +67,27 @@ _PLAN_CACHE_SIZE = 256
 _PLAN_CACHE_MAX_TEXT = 10_000
 
 
+_DECODE_ERRORS = (
+    ValueError,
+    KeyError,
+    TypeError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    struct.error,
+    SargableError,
+)
+"""What decoding a damaged stored value or key raises (JSON and UTF-8 errors are ValueErrors)."""
+
+
+def _damaged(keyspace: str, key: bytes, what: str, exc: BaseException) -> DamagedMetastoreError:
+    """The error for a stored value (or key) that doesn't decode: names the keyspace, the key and what it holds."""
+    return DamagedMetastoreError(
+        f"the metastore is damaged: {keyspace} key {key.hex()} ({what}) does not decode ({type(exc).__name__}: "
+        f"{exc}); restore the metastore from a backup"
+    )
+
+
 def default_url() -> str:
     """`$SARGABLE_METASTORE`, or a SQLite file under `./warehouse/`."""
     return os.environ.get("SARGABLE_METASTORE") or f"sqlite:///{Path('warehouse').resolve() / 'metastore.db'}"
@@ -74,6 +99,41 @@ def _check_name(kind: str, name: Any) -> str:
             f"invalid {kind} name {name!r}: use 1-128 letters, digits, '_' or '-', starting with a letter, digit or '_'"
         )
     return name.lower()
+
+
+def _location(owner: str, location: Any) -> str:
+    """The canonical absolute form of a location given for `owner` (see `sargable.paths`)."""
+    try:
+        return canonical_location(location)
+    except PathError as exc:
+        raise MetastoreError(f"{owner}: {exc}") from None
+
+
+def _decoded_name(key: bytes, fields: int) -> str:
+    """`db` or `db.table` from a catalog key (`D` or `T` + encoded names)."""
+    try:
+        return ".".join(keys.decode(key[1:], [STRING] * fields))
+    except _DECODE_ERRORS as exc:
+        raise _damaged(CATALOG, key, "a database or table name", exc) from None
+
+
+def _file_base(table: Table) -> str | None:
+    """What a relative file path of the table is taken below: its location (None for a relative one, stored by an
+    earlier version, which names no folder for certain)."""
+    try:
+        return canonical_location(table.location, relative=False)
+    except PathError:
+        return None
+
+
+def _file_path(path: Any, table: Table, base: str | None) -> str:
+    """The canonical form of a data file's path (see `Metastore.commit`); `base` is `_file_base(table)`."""
+    if not isinstance(path, str) or not path:
+        raise MetastoreError(f"a file needs a non-empty path, got {path!r}")
+    try:
+        return canonical_file_path(path, base)
+    except PathError as exc:
+        raise MetastoreError(f"{table.qualified_name}: {exc}") from None
 
 
 def _check_columns(kind: str, columns: Any) -> tuple[tuple[str, DataType], ...]:
@@ -115,22 +175,48 @@ def _minus(a: TableStats, b: TableStats) -> TableStats:
 class Metastore:
     """Databases, tables, partitions and files kept in an ordered key-value store (SQLite or PostgreSQL)."""
 
-    def __init__(self, store: Store, warehouse: str | os.PathLike | None = None) -> None:
+    def __init__(self, store: Store, warehouse: str | os.PathLike | None = None, *, create: bool = True) -> None:
         self._store = store
-        self.warehouse = str(Path(warehouse or os.environ.get("SARGABLE_WAREHOUSE") or "warehouse").resolve())
+        root = str(warehouse or os.environ.get("SARGABLE_WAREHOUSE") or "warehouse")
+        try:
+            root = canonical_location(root)
+        except PathError as exc:
+            raise MetastoreError(f"warehouse: {exc}") from None
+        self.warehouse = os.path.realpath(root) if is_local(root) else root
         self._plans: OrderedDict[tuple, FilterPlans] = OrderedDict()
+        if not create and CATALOG not in store.keyspaces():
+            raise NoSuchObjectError(f"no metastore at {store.url}: the database holds no sargable catalog")
         for keyspace in KEYSPACES:
             store.create_keyspace(keyspace)
         if store.get(CATALOG, _DDL_LOCK_KEY) is None:
             store.put(CATALOG, _DDL_LOCK_KEY, b"")
 
     @classmethod
-    def open(cls, url: str | None = None, *, warehouse: str | os.PathLike | None = None) -> Metastore:
-        """Open (creating if needed) the metastore at `url`: `sqlite:///path` or `postgresql://...`."""
+    def open(
+        cls, url: str | None = None, *, warehouse: str | os.PathLike | None = None, create: bool = True
+    ) -> Metastore:
+        """Open the metastore at `url`: `sqlite:///path` or `postgresql://...`, creating it if needed.
+
+        With `create=False` it must exist already: a missing or empty SQLite file, or a database without a
+        metastore, is "no metastore at ..." and nothing is created. A SQLite file of another application is refused
+        either way, unchanged.
+        """
         url = url or default_url()
         if url.startswith("sqlite:///"):
-            Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        return cls(open_store(url), warehouse)
+            path = Path(url[len("sqlite:///") :].split("?", 1)[0]).expanduser()
+            if not create and (not path.is_file() or path.stat().st_size == 0):
+                reason = "the file is empty" if path.is_file() else "no such file"
+                raise NoSuchObjectError(f"no metastore at {path} ({reason})")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise MetastoreError(f"can't create the folder of the metastore {path}: {exc}") from None
+        store = open_store(url, create=create)
+        try:
+            return cls(store, warehouse, create=create)
+        except BaseException:
+            store.close()
+            raise
 
     @property
     def url(self) -> str:
@@ -167,28 +253,36 @@ class Metastore:
     # ----------------------------------------------------------------------------------------- databases
 
     def create_database(self, name: str, *, location: str | None = None, if_not_exists: bool = False) -> None:
-        """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`)."""
+        """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`; a relative one is
+        resolved against the current directory now and stored absolute)."""
         name = _check_name("database", name)
         key = b"D" + keys.encode([name], [STRING])
+        location = join(self.warehouse, f"{name}.db") if location is None else _location(f"database {name}", location)
         with self._store.transaction():
             self._lock_catalog()
             if self._store.get(CATALOG, key) is not None:
                 if if_not_exists:
                     return
                 raise AlreadyExistsError(f"database {name!r} already exists")
-            location = location or str(Path(self.warehouse) / f"{name}.db")
             self._store.put(CATALOG, key, json.dumps({"name": name, "location": location}).encode())
 
     def list_databases(self) -> list[str]:
         start, stop = _range_of(b"D")
-        return [keys.decode(k[1:], [STRING])[0] for k, _ in self._store.scan(CATALOG, start, stop)]
+        return [_decoded_name(k, 1) for k, _ in self._store.scan(CATALOG, start, stop)]
 
     def _database(self, name: str) -> dict[str, Any]:
         name = _check_name("database", name)
-        raw = self._store.get(CATALOG, b"D" + keys.encode([name], [STRING]))
+        key = b"D" + keys.encode([name], [STRING])
+        raw = self._store.get(CATALOG, key)
         if raw is None:
             raise NoSuchObjectError(f"database {name!r} does not exist")
-        return json.loads(raw)
+        try:
+            db = json.loads(raw)
+            if not isinstance(db, dict) or db.get("name") != name or not isinstance(db.get("location"), str):
+                raise ValueError(f"expected the name {name!r} and a location, got {db!r}")
+        except ValueError as exc:
+            raise _damaged(CATALOG, key, f"database {name}", exc) from None
+        return db
 
     def drop_database(self, name: str, *, cascade: bool = False) -> None:
         """Drop an empty database, or with `cascade` every table in it."""
@@ -216,8 +310,15 @@ class Metastore:
         *,
         if_not_exists: bool = False,
         index_all: bool = False,
+        share_location: bool = False,
     ) -> Table:
-        """Create a table; `index_all` adds a secondary index on every partition key but the first."""
+        """Create a table; `index_all` adds a secondary index on every partition key but the first.
+
+        The location (default `<database location>/<name>`) is stored absolute and canonical: a relative one is
+        resolved against the current directory now, as Spark does, so every later command sees the same folder. A
+        location that is a root, holds the warehouse or the metastore's files, or overlaps another table's is
+        refused; `share_location=True` allows the overlap (each table's vacuum still deletes nothing of the other's).
+        """
         db = self._database(database)
         name = _check_name("table", name)
         data_columns = _check_columns("columns", columns)
@@ -237,7 +338,13 @@ class Metastore:
                     return self.get_table(db["name"], name)
                 raise AlreadyExistsError(f"table {db['name']}.{name} already exists")
             raw = self._store.get(CATALOG, _SEQUENCE_KEY)
-            table_id = int.from_bytes(raw, "big") + 1 if raw else 1
+            if raw is not None and len(raw) != 8:
+                raise _damaged(CATALOG, _SEQUENCE_KEY, "the table-id sequence", ValueError(f"{len(raw)} bytes, not 8"))
+            tables = list(self._all_tables())
+            table_id = max([int.from_bytes(raw or b"", "big"), *(t.table_id for t in tables)]) + 1
+            qualified = f"{db['name']}.{name}"
+            table_location = _location(f"table {qualified}", location or join(db["location"], name))
+            self._check_location(qualified, table_location, share_location, tables)
             self._store.put(CATALOG, _SEQUENCE_KEY, table_id.to_bytes(8, "big"))
             table = Table(
                 database=db["name"],
@@ -245,12 +352,63 @@ class Metastore:
                 table_id=table_id,
                 columns=data_columns,
                 partition_keys=pkeys,
-                location=location or str(Path(db["location"]) / name),
+                location=table_location,
                 properties=props,
                 indexes=tuple(n for n, _ in pkeys[1:]) if index_all else (),
             )
             self._store.put(CATALOG, key, table.to_json())
             self._store.put(CATALOG, _stats_key(table_id), _STATS_FORMAT.pack(*_NO_CHANGE))
+        return table
+
+    def _check_location(self, qualified: str, location: str, share: bool, tables: list[Table]) -> None:
+        """Refuse a table location whose files vacuum or overwrite could delete with others' (see create_table).
+
+        Compared by path components, both as written and (for local paths) with symlinks resolved.
+        """
+
+        def forms(path: str) -> set[str]:
+            return {path, os.path.realpath(path)} if is_local(path) else {path}
+
+        mine = forms(location)
+        if not parts_of(location)[1]:
+            raise MetastoreError(f"table {qualified}: location {location!r} is a root; give a folder of its own")
+        for protected, what in [
+            (self.warehouse, "the warehouse root"),
+            *((path, "the metastore's database file") for path in self._store.files),
+        ]:
+            if any(is_within(p, m) for p in forms(protected) for m in mine):
+                raise MetastoreError(
+                    f"table {qualified}: location {location!r} holds {what} {protected!r}; "
+                    "give a folder that holds only this table's files"
+                )
+        if share:
+            return
+        for other in tables:
+            try:
+                theirs = forms(canonical_location(other.location, relative=False))
+            except PathError:
+                continue
+            if any(is_within(a, b) or is_within(b, a) for a in mine for b in theirs):
+                raise MetastoreError(
+                    f"table {qualified}: location {location!r} overlaps the location {other.location!r} of table "
+                    f"{other.qualified_name}; give another folder, or share_location=True to share it (vacuum "
+                    "then leaves the other table's files alone)"
+                )
+
+    def _all_tables(self) -> Iterator[Table]:
+        """Every table definition in the catalog (validated)."""
+        for key, raw in self._store.scan(CATALOG, *_range_of(b"T")):
+            yield self._table_from(key, raw, None)
+
+    @staticmethod
+    def _table_from(key: bytes, raw: bytes, expected: str | None) -> Table:
+        """A table from its catalog row; a row that doesn't decode, or names another table, is damage."""
+        try:
+            table = Table.from_json(raw)
+            if expected is not None and table.qualified_name != expected:
+                raise ValueError(f"the row under {expected} holds table {table.qualified_name}")
+        except _DECODE_ERRORS as exc:
+            raise _damaged(CATALOG, key, f"table {expected or 'definition'}", exc) from None
         return table
 
     @staticmethod
@@ -260,20 +418,36 @@ class Metastore:
     def get_table(self, database: str, name: str) -> Table:
         """The table's current definition (raises NoSuchObjectError when missing)."""
         database, name = _check_name("database", database), _check_name("table", name)
-        raw = self._store.get(CATALOG, self._table_key(database, name))
+        key = self._table_key(database, name)
+        raw = self._store.get(CATALOG, key)
         if raw is None:
             self._database(database)
             raise NoSuchObjectError(f"table {database}.{name} does not exist")
-        return Table.from_json(raw)
+        return self._table_from(key, raw, f"{database}.{name}")
 
     def list_tables(self, database: str | None = None) -> list[str]:
         """Table names of one database, or `db.table` names of all databases."""
         if database is None:
             start, stop = _range_of(b"T")
-            return [".".join(keys.decode(k[1:], [STRING, STRING])) for k, _ in self._store.scan(CATALOG, start, stop)]
+            return [_decoded_name(k, 2) for k, _ in self._store.scan(CATALOG, start, stop)]
         db = self._database(database)["name"]
         start, stop = keys.prefixed_range(b"T", *keys.prefix_range([db], [STRING, STRING]))
-        return [keys.decode(k[1:], [STRING, STRING])[1] for k, _ in self._store.scan(CATALOG, start, stop)]
+        return [_decoded_name(k, 2).split(".", 1)[1] for k, _ in self._store.scan(CATALOG, start, stop)]
+
+    def table_locations(self) -> dict[str, str]:
+        """Every table's location, by `db.table` name, from one scan of the catalog."""
+        return {table.qualified_name: table.location for table in self._all_tables()}
+
+    def tables_listing(self, path: str) -> list[str]:
+        """The tables (`db.table`) whose files include the canonical `path` under any spelling (`paths.spellings`),
+        read from one snapshot: what `sargable.deletion` asks right before it deletes a file."""
+        with self.snapshot():
+            out = []
+            for table in self._all_tables():
+                wanted = [self._path_key(table, spelling) for spelling in spellings(path)]
+                if self._store.multi_get(FILE_PATHS, wanted):
+                    out.append(table.qualified_name)
+            return out
 
     def drop_table(self, database: str, name: str) -> None:
         """Drop a table with its partitions, indexes and file entries (the files themselves stay on disk)."""
@@ -294,11 +468,12 @@ class Metastore:
         `validated` is the definition the change was validated against before the transaction: if the table was
         re-created with other columns meanwhile, the change is refused instead of written with the wrong types.
         """
-        key = self._table_key(_check_name("database", database), _check_name("table", name))
+        database, name = _check_name("database", database), _check_name("table", name)
+        key = self._table_key(database, name)
         raw = self._store.get_for_update(CATALOG, key)
         if raw is None:
             raise NoSuchObjectError(f"table {database}.{name} does not exist")
-        table = Table.from_json(raw)
+        table = self._table_from(key, raw, f"{database}.{name}")
         if validated is not None and (
             table.partition_keys != validated.partition_keys or table.columns != validated.columns
         ):
@@ -365,6 +540,11 @@ class Metastore:
                 raise MetastoreError(
                     f"partition value {value!r} for column {column} ({dtype}) of {table.qualified_name}: {exc}"
                 ) from None
+            if isinstance(values[-1], str) and "\x00" in values[-1]:
+                raise MetastoreError(
+                    f"partition value {value!r} for column {column} of {table.qualified_name} holds a NUL character, "
+                    "which no folder name can hold"
+                )
         return tuple(values)
 
     def _encode_key(self, table: Table, values: tuple[Any, ...], layout: TableLayout | None = None) -> bytes:
@@ -505,11 +685,15 @@ class Metastore:
         """Partitions from their rows (key, stored value) in the partitions keyspace."""
         decode, size = layout.codec.decode, layout.size  # type: ignore[union-attr]
         for key, value in rows:
-            if value:
-                location, params = decode_partition_value(value)
-                yield Partition(table, decode(key[size:]), location, params)
-            else:
-                yield Partition(table, decode(key[size:]))
+            try:
+                if value:
+                    location, params = decode_partition_value(value)
+                    partition = Partition(table, decode(key[size:]), location, params)
+                else:
+                    partition = Partition(table, decode(key[size:]))
+            except _DECODE_ERRORS as exc:
+                raise _damaged(PARTITIONS, key, f"a partition of {table.qualified_name}", exc) from None
+            yield partition
 
     def _partitions_for(self, table: Table, path: AccessPath) -> Iterator[Partition]:
         layout = layout_of(table)
@@ -557,17 +741,23 @@ class Metastore:
         values_of = index.values
         rows = execute(plan, self._store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats)
         for key, value in rows:
-            values = values_of(key)
-            if value == _COVERED:
-                yield Partition(table, values)
-            elif value[:1] == _COVERED:
-                location, params = decode_partition_value(value[1:])
-                yield Partition(table, values, location, params)
-            else:
-                raw = self._store.get(PARTITIONS, layout.key(values))
-                if raw is not None:
-                    location, params = decode_partition_value(raw)
-                    yield Partition(table, values, location, params)
+            try:
+                values = values_of(key)
+                if value == _COVERED:
+                    partition = Partition(table, values)
+                elif value[:1] == _COVERED:
+                    partition = Partition(table, values, *decode_partition_value(value[1:]))
+                else:
+                    partition = None
+            except _DECODE_ERRORS as exc:
+                raise _damaged(INDEXES, key, f"an index entry of {table.qualified_name}", exc) from None
+            if partition is None:
+                row_key = layout.key(values)
+                raw = self._store.get(PARTITIONS, row_key)
+                if raw is None:
+                    continue
+                partition = next(self._from_rows(table, layout, [(row_key, raw)]))
+            yield partition
 
     def get_partitions_by_filter(
         self,
@@ -635,7 +825,10 @@ class Metastore:
             raw = self._store.get(PARTITIONS, key)
             if raw is None:
                 raise NoSuchObjectError(f"partition {self._name(tbl, values)} of {tbl.qualified_name} does not exist")
-            old_location, old_params = decode_partition_value(raw)
+            try:
+                old_location, old_params = decode_partition_value(raw)
+            except _DECODE_ERRORS as exc:
+                raise _damaged(PARTITIONS, key, f"partition {self._name(tbl, values)}", exc) from None
             new_location = location if location is not None else old_location
             new_params = {str(k): str(v) for k, v in parameters.items()} if parameters is not None else old_params
             stored = encode_partition_value(new_location, new_params)
@@ -671,8 +864,8 @@ class Metastore:
         """Delete the file entries of one partition (both keyspaces); returns their count, bytes and rows."""
         start, stop = self._file_range(table, values)
         files = size = rows = 0
-        for _, value in list(self._store.scan(FILES, start, stop)):
-            path, row_count, size_bytes = decode_header(value)
+        for key, value in list(self._store.scan(FILES, start, stop)):
+            path, row_count, size_bytes = self._header(table, key, value)
             self._store.delete(FILE_PATHS, self._path_key(table, path))
             files, size, rows = files + 1, size + size_bytes, rows + row_count
         self._store.delete_range(FILES, start, stop)
@@ -694,31 +887,47 @@ class Metastore:
             tbl = self.get_table(database, table)
             raw = self._store.get(CATALOG, _stats_key(tbl.table_id))
             if raw is not None:
-                return TableStats(*_STATS_FORMAT.unpack(raw))
+                return self._stats_from(tbl, raw)
             if nested:
                 return self._count_stats(tbl)
         with self._store.transaction():
             tbl = self._locked_table(database, table)
             raw = self._store.get(CATALOG, _stats_key(tbl.table_id))
             if raw is not None:
-                return TableStats(*_STATS_FORMAT.unpack(raw))
+                return self._stats_from(tbl, raw)
             counted = self._count_stats(tbl)
             self._store.put(CATALOG, _stats_key(tbl.table_id), _STATS_FORMAT.pack(*counted))
             return counted
+
+    @staticmethod
+    def _stats_from(table: Table, raw: bytes) -> TableStats:
+        try:
+            return TableStats(*_STATS_FORMAT.unpack(raw))
+        except struct.error as exc:
+            raise _damaged(CATALOG, _stats_key(table.table_id), f"totals of {table.qualified_name}", exc) from None
+
+    @staticmethod
+    def _header(table: Table, key: bytes, value: bytes) -> tuple[str, int, int]:
+        """(path, rows, bytes) of a stored file entry (see `decode_header`); damage names the entry's key."""
+        try:
+            return decode_header(value)
+        except _DECODE_ERRORS as exc:
+            raise _damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
 
     def _count_stats(self, table: Table) -> TableStats:
         """The table's totals counted from its partition and file entries (a scan of both)."""
         prefix_range = _range_of(table_prefix(table.table_id))
         files = size = rows = 0
-        for _, value in self._store.scan(FILES, *prefix_range):
-            _, row_count, size_bytes = decode_header(value)
+        for key, value in self._store.scan(FILES, *prefix_range):
+            _, row_count, size_bytes = self._header(table, key, value)
             files, size, rows = files + 1, size + size_bytes, rows + row_count
         return TableStats(self._store.count(PARTITIONS, *prefix_range), files, size, rows)
 
     def _change_stats(self, table: Table, delta: TableStats) -> None:
         """Add `delta` to the stored totals (inside the change's transaction, with the table's row locked).
 
-        A table without stored totals (created before they were kept) is left so: `table_stats` counts it.
+        A table without stored totals (created before they were kept) is left so: `table_stats` counts it. Totals
+        that the change would make negative were damaged: they are dropped, to be counted again on the next read.
         """
         if delta == _NO_CHANGE:
             return
@@ -726,7 +935,11 @@ class Metastore:
         raw = self._store.get(CATALOG, key)
         if raw is None:
             return
-        self._store.put(CATALOG, key, _STATS_FORMAT.pack(*_plus(TableStats(*_STATS_FORMAT.unpack(raw)), delta)))
+        total = _plus(self._stats_from(table, raw), delta)
+        if min(total) < 0:
+            self._store.delete(CATALOG, key)
+            return
+        self._store.put(CATALOG, key, _STATS_FORMAT.pack(*total))
 
     # ---------------------------------------------------------------------------------- secondary indexes
 
@@ -749,7 +962,11 @@ class Metastore:
             index = IndexLayout(layout.prefix, tbl.partition_keys, column)
             batch: list[tuple[bytes, bytes]] = []
             for key, value in self._store.scan(PARTITIONS, *_range_of(layout.prefix)):
-                batch.append((index.key(layout.values(key)), _COVERED + value))
+                try:
+                    values = layout.values(key)
+                except _DECODE_ERRORS as exc:
+                    raise _damaged(PARTITIONS, key, f"a partition of {tbl.qualified_name}", exc) from None
+                batch.append((index.key(values), _COVERED + value))
                 if len(batch) >= _BATCH:
                     self._store.put_many(INDEXES, batch)
                     batch = []
@@ -813,16 +1030,22 @@ class Metastore:
         `replace_partitions` drops every file of those partitions first (an overwrite). With `expected_version`
         the commit fails with CommitConflictError when another writer has committed since that version;
         without it, concurrent commits serialize and none loses the other's files.
+
+        File paths are stored in one canonical absolute form (`sargable.paths.canonical_file_path`: a relative path
+        is taken below the table location, a `file:` URI becomes its path, `//` and `.` are dropped, `..` is
+        refused), so that no file is listed under two spellings.
         """
         tbl = self.get_table(database, table)
         new_partitions = [self._partition_values(tbl, spec) for spec in add_partitions]
         replaced = [self._partition_values(tbl, spec) for spec in replace_partitions]
         files = []
+        base = _file_base(tbl)
         for file in add_files:
             if not isinstance(file, FileStats):
                 raise MetastoreError(f"add_files takes FileStats records, got {type(file).__name__}")
-            if not isinstance(file.path, str) or not file.path:
-                raise MetastoreError(f"a file needs a non-empty path, got {file.path!r}")
+            path = _file_path(file.path, tbl, base)
+            if path != file.path:
+                file = dataclasses.replace(file, path=path)
             values = self._partition_values(tbl, file.partition if file.partition is not None else {})
             files.append((values, file, encode_file(file, tbl)))
         removed = []
@@ -836,12 +1059,11 @@ class Metastore:
             for values in replaced:
                 dropped = _plus(dropped, self._delete_files_in(tbl, values))
             for path in removed:
-                path_key = self._path_key(tbl, path)
-                file_key = self._store.get(FILE_PATHS, path_key)
+                path_key, file_key = self._find_path(tbl, path)
                 value = None if file_key is None else self._store.get(FILES, file_key)
                 if file_key is None or value is None:
                     raise NoSuchObjectError(f"file {path!r} is not part of {tbl.qualified_name}")
-                _, rows, size = decode_header(value)
+                _, rows, size = self._header(tbl, file_key, value)
                 dropped = _plus(dropped, TableStats(0, 1, size, rows))
                 self._store.delete(FILES, file_key)
                 self._store.delete(FILE_PATHS, path_key)
@@ -914,13 +1136,33 @@ class Metastore:
         names = tbl.partition_key_names
         for start, stop in ranges:
             for key, value in self._store.scan(FILES, start, stop):
-                partition = dict(zip(names, decode(key[size:])[:-1]))
-                if stats:
-                    yield decode_file(value, tbl, partition, only)
-                else:
-                    path, rows, size_bytes = decode_header(value)
-                    yield FileStats(path=path, row_count=rows, size_bytes=size_bytes, partition=partition)
+                try:
+                    partition = dict(zip(names, decode(key[size:])[:-1]))
+                    if stats:
+                        file = decode_file(value, tbl, partition, only)
+                    else:
+                        path, rows, size_bytes = decode_header(value)
+                        file = FileStats(path=path, row_count=rows, size_bytes=size_bytes, partition=partition)
+                except _DECODE_ERRORS as exc:
+                    raise _damaged(FILES, key, f"a file of {tbl.qualified_name}", exc) from None
+                yield file
 
     def has_file(self, database: str, table: str, path: str) -> bool:
+        """Whether the table lists this file, given as stored or in any form that canonicalizes to it."""
         tbl = self.get_table(database, table)
-        return self._store.get(FILE_PATHS, self._path_key(tbl, path)) is not None
+        return self._find_path(tbl, path)[1] is not None
+
+    def _find_path(self, table: Table, path: str) -> tuple[bytes, bytes | None]:
+        """(path key, file key or None) of a file given as stored (an entry an earlier version wrote without
+        canonicalizing it) or in a form that canonicalizes to the stored one."""
+        path_key = self._path_key(table, path)
+        file_key = self._store.get(FILE_PATHS, path_key)
+        if file_key is None:
+            try:
+                canonical = _file_path(path, table, _file_base(table))
+            except MetastoreError:
+                return path_key, None
+            if canonical != path:
+                path_key = self._path_key(table, canonical)
+                file_key = self._store.get(FILE_PATHS, path_key)
+        return path_key, file_key

@@ -21,10 +21,10 @@ from urllib.parse import quote
 from sargable.errors import SargableError
 from sargable.expr import Expr, columns_of, parse, render_sql
 from sargable.metastore import Metastore, Table
+from sargable.paths import canonical_location
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.columns import split_column
 from sargable.spark.datasource import ensure_registered
-from sargable.spark.files import normalize_location
 from sargable.spark.scan import ScanPlan, ScanReport, plan_scan
 from sargable.spark.schema import ntz_columns, table_struct
 
@@ -144,7 +144,7 @@ def dataframe_for(spark: Any, plan: ScanPlan, spark_filters: Sequence[Any] = ())
     if not plan.files:
         df = spark.createDataFrame([], struct)
     elif len(plan.files) < MANIFEST_MIN_FILES:
-        location = normalize_location(plan.table.location)
+        location = canonical_location(plan.table.location)
         df = _read_paths(spark, struct, location, [f.path for f in plan.files])
     else:
         with _manifest(plan.files) as uri:
