@@ -130,7 +130,7 @@ def _stats(path: Path, day: dt.date) -> sg.FileStats:
     return sg.stats_from_parquet(path, SCHEMA, partition={"ds": day})
 
 
-def write_appended(root: Path, args: argparse.Namespace, population: Population) -> tuple[Partitions, dict[str, int]]:
+def write_appended(root: Path, args: argparse.Namespace, population: Population) -> Partitions:
     """The as-appended layout: per day, each row goes to a random append and a random task (file) of it."""
     partitions: Partitions = {}
     per_day = np.full(args.days, args.rows // args.days)
@@ -153,7 +153,7 @@ def write_appended(root: Path, args: argparse.Namespace, population: Population)
             _write(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path)
             files.append(_stats(path, day))
         partitions[_day_name(day)] = files
-    return partitions, {name: len(files) for name, files in partitions.items()}
+    return partitions
 
 
 def _read(files: list[sg.FileStats]) -> pa.Table:
@@ -346,34 +346,13 @@ def report(rows: list[dict[str, Any]], layouts: dict[str, Partitions]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--full", action="store_true", help="the issue's size: 20M rows, 30 days, 48 appends x 30")
-    parser.add_argument("--rows", type=int)
-    parser.add_argument("--days", type=int)
-    parser.add_argument("--appends", type=int)
-    parser.add_argument("--files-per-append", type=int)
-    parser.add_argument("--target-file-bytes", type=int, help="default: a 24th of a partition's appended bytes")
-    parser.add_argument("--buckets", type=int, default=DEFAULT_BUCKETS, help="quantile points per column")
-    parser.add_argument("--sample-rows", type=int, default=100_000, help="rows of a partition the ranks come from")
-    parser.add_argument("--slack", type=float, default=0.25, help="share of a file a cut may move to align to a cell")
-    parser.add_argument("--seed", type=int, default=21)
-    parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one, removed after)")
-    parser.add_argument("--json", type=Path, default=Path("benchmarks/results/optimize.json"))
-    args = parser.parse_args(argv)
-    for key, value in (FULL if args.full else SMALL).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-
-    if args.workdir is None:
-        args.workdir = Path(tempfile.mkdtemp(prefix="sargable-optimize-"))
-    elif args.workdir.exists():
-        shutil.rmtree(args.workdir)
+def run(args: argparse.Namespace) -> None:
+    """Build the layouts in `args.workdir`, count the files each filter keeps, print and write the results."""
     population = Population.make(max(1000, args.rows // 20), np.random.default_rng([args.seed, 0]))
     timings: dict[str, float] = {}
 
     started = time.perf_counter()
-    appended, _ = write_appended(args.workdir / "appended", args, population)
+    appended = write_appended(args.workdir / "appended", args, population)
     timings["generate and write appended"] = time.perf_counter() - started
     day_bytes = statistics.median(sum(f.size_bytes for f in files) for files in appended.values())
     target = args.target_file_bytes or max(1024, int(day_bytes // 24))
@@ -438,7 +417,35 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.json}", file=sys.stderr)
-    shutil.rmtree(args.workdir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--full", action="store_true", help="the issue's size: 20M rows, 30 days, 48 appends x 30")
+    parser.add_argument("--rows", type=int)
+    parser.add_argument("--days", type=int)
+    parser.add_argument("--appends", type=int)
+    parser.add_argument("--files-per-append", type=int)
+    parser.add_argument("--target-file-bytes", type=int, help="default: a 24th of a partition's appended bytes")
+    parser.add_argument("--buckets", type=int, default=DEFAULT_BUCKETS, help="quantile points per column")
+    parser.add_argument("--sample-rows", type=int, default=100_000, help="rows of a partition the ranks come from")
+    parser.add_argument("--slack", type=float, default=0.25, help="share of a file a cut may move to align to a cell")
+    parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one, removed after)")
+    parser.add_argument("--json", type=Path, default=Path("benchmarks/results/optimize.json"))
+    args = parser.parse_args(argv)
+    for key, value in (FULL if args.full else SMALL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+
+    if args.workdir is None:
+        args.workdir = Path(tempfile.mkdtemp(prefix="sargable-optimize-"))
+    elif args.workdir.exists():
+        shutil.rmtree(args.workdir)
+    try:
+        run(args)
+    finally:
+        shutil.rmtree(args.workdir, ignore_errors=True)
     return 0
 
 
