@@ -105,3 +105,8 @@ class AlreadyExistsError(MetastoreError):
 
 class CommitConflictError(MetastoreError):
     """A commit based on a table version that another writer has moved past."""
+
+
+class OptimizeError(SargableError):
+    """A compaction or clustering request that can't be carried out: an unknown, partition-key or unorderable
+    column to cluster by, a target file size or bucket count out of range."""
