@@ -1,4 +1,4 @@
-"""What the metastore returns: `Table` and `Partition` records, and their stored (JSON) form."""
+"""What the metastore returns: `TableDefinition`, `Partition` and `TableStats` records, and their stored forms."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from sargable.types import DataType, parse_type
 
 
 @dataclass(frozen=True)
-class Table:
-    """A table's definition: data columns, partition keys (in key order), location, properties, indexes, version."""
+class TableDefinition:
+    """A table's definition as the catalog stores it: data columns, partition keys (in key order), location,
+    properties, indexes and version (the `Table` handle of `Metastore.table` reads through one)."""
 
     database: str
     name: str
@@ -56,7 +57,7 @@ class Table:
         ).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> Table:
+    def from_json(cls, data: bytes) -> TableDefinition:
         raw = json.loads(data)
         return cls(
             database=raw["database"],
@@ -72,7 +73,7 @@ class Table:
 
 
 class TableStats(NamedTuple):
-    """Totals of a whole table, kept by the metastore with every change (`Metastore.table_stats`)."""
+    """Totals of a whole table, kept by the metastore with every change (`Table.stats`)."""
 
     partitions: int
     files: int
@@ -94,7 +95,11 @@ class Partition:
     __slots__ = ("_location", "_name", "_parameters", "table", "values")
 
     def __init__(
-        self, table: Table, values: tuple[Any, ...], location: str | None = None, parameters: dict | None = None
+        self,
+        table: TableDefinition,
+        values: tuple[Any, ...],
+        location: str | None = None,
+        parameters: dict | None = None,
     ) -> None:
         self.table = table
         self.values = values

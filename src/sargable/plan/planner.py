@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from sargable.errors import BindError, SargableError
 from sargable.expr.bind import bind
+from sargable.expr.bound import BoundFilter
 from sargable.expr.nodes import And, Column, Comparison, Expr, IsNull, Literal, Or, and_, or_, walk
 from sargable.expr.normalize import to_nnf
 from sargable.plan.boxes import Box, Interval, hull, residuals
@@ -37,12 +38,13 @@ PLAN_WORK = 64
 
 
 def plan_filter(
-    expr: Expr, key_columns: Sequence[tuple[str, DataType | str]], *, max_scans: int = DEFAULT_MAX_SCANS
+    expr: Expr | BoundFilter, key_columns: Sequence[tuple[str, DataType | str]], *, max_scans: int = DEFAULT_MAX_SCANS
 ) -> FilterPlan:
     """Plan a predicate over key columns (in key order) as sorted, disjoint key ranges with residual key filters.
 
-    `expr` may reference only key columns; an unbound expression is bound to them first. At most `max_scans`
-    ranges come out (past that, ranges are merged into their hull, filtered by the predicate).
+    `expr` may reference only key columns; an unbound expression is bound to them first (a `BoundFilter` is planned
+    from its negation normal form as it is). At most `max_scans` ranges come out (past that, ranges are merged into
+    their hull, filtered by the predicate).
     """
     columns = key_columns_of(key_columns)
     if isinstance(max_scans, bool) or not isinstance(max_scans, int) or max_scans < 1:
@@ -54,7 +56,7 @@ def plan_filter(
         max_scans,
         [PLAN_WORK * max_scans],
     )
-    predicate = to_nnf(_bound(expr, columns))
+    predicate = expr.nnf if isinstance(expr, BoundFilter) else to_nnf(_bound(expr, columns))
     boxes = _plan_boxes(predicate, ctx)
     return FilterPlan(_scans(boxes, predicate, ctx), columns)
 
