@@ -501,6 +501,14 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> None:
 # ------------------------------------------------------------------------------------------ parser
 
 
+def cmd_serve(args: argparse.Namespace, console: Console) -> None:
+    """Serve the metastore over the Hive metastore Thrift API until SIGTERM / Ctrl-C (then exit 0)."""
+    from sargable.hms import ServerConfig, serve
+
+    config = ServerConfig(host=args.host, port=args.port, read_only=args.read_only, workers=args.workers)
+    serve(args.metastore, config, warehouse=args.warehouse)
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -568,6 +576,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-brute-force", action="store_true", help="skip the brute-force baseline")
     bench.add_argument("--json", action="store_true", help="print JSON")
     bench.set_defaults(func=cmd_bench)
+
+    serve = sub.add_parser("serve", help="serve the metastore over the Hive metastore Thrift API (hms extra)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=9083, help="port to listen on (default 9083; 0: any free port)")
+    serve.add_argument("--read-only", action="store_true", help="refuse every write with a MetaException")
+    serve.add_argument("--warehouse", default=None, help="where new tables go (default: $SARGABLE_WAREHOUSE)")
+    serve.add_argument("--workers", type=int, default=8, help="store connections, calls served at once (default 8)")
+    serve.set_defaults(func=cmd_serve)
 
     demo = sub.add_parser("demo", help="build a star schema with Spark into ./warehouse and run pruned queries")
     demo.add_argument("--warehouse", default="./warehouse", help="where to build the demo tables")

@@ -28,12 +28,13 @@ from sargable.metastore.commit import CommitResult
 from sargable.metastore.metastore import Metastore, default_url
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, partition_name
 from sargable.metastore.pool import shared
-from sargable.metastore.records import Partition, TableDefinition, TableStats
+from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.table import Table
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
     "CommitResult",
+    "Database",
     "FilterExplain",
     "Metastore",
     "Partition",

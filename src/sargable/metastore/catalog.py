@@ -23,7 +23,7 @@ from sargable.errors import (
 )
 from sargable.metastore import totals
 from sargable.metastore.layout import table_prefix
-from sargable.metastore.records import TableDefinition
+from sargable.metastore.records import Database, TableDefinition
 from sargable.metastore.schema import (
     CATALOG,
     DDL_LOCK_KEY,
@@ -78,13 +78,14 @@ def lock_catalog(store: Store) -> None:
 # ------------------------------------------------------------------------------------------------- databases
 
 
-def read_database(store: Store, name: str) -> dict[str, Any]:
-    """A database's record (`name`, `location`); NoSuchObjectError when missing."""
+def read_database(store: Store, name: str) -> Database:
+    """A database's record; NoSuchObjectError when missing."""
     name = check_name("database", name)
     raw = store.get(CATALOG, database_key(name))
     if raw is None:
         raise NoSuchObjectError(f"database {name!r} does not exist")
-    return json.loads(raw)
+    record = json.loads(raw)
+    return Database(record["name"], record["location"])
 
 
 def create_database(store: Store, warehouse: str, name: str, location: str | None, if_not_exists: bool) -> None:
@@ -105,7 +106,7 @@ def list_databases(store: Store) -> list[str]:
 
 
 def drop_database(store: Store, name: str, cascade: bool) -> None:
-    db = read_database(store, name)["name"]
+    db = read_database(store, name).name
     with store.transaction():
         lock_catalog(store)
         read_database(store, db)
@@ -140,27 +141,27 @@ def create_table(
     seen: set[str] = set()
     for column, _ in (*data_columns, *pkeys):
         if column.lower() in seen:
-            raise MetastoreError(f"table {db['name']}.{name}: column {column!r} appears twice")
+            raise MetastoreError(f"table {db.name}.{name}: column {column!r} appears twice")
         seen.add(column.lower())
     props = {str(k): str(v) for k, v in (properties or {}).items()}
-    key = table_key(db["name"], name)
+    key = table_key(db.name, name)
     with store.transaction():
         lock_catalog(store)
-        db = read_database(store, db["name"])
+        db = read_database(store, db.name)
         if store.get(CATALOG, key) is not None:
             if if_not_exists:
-                return read_table(store, db["name"], name)
-            raise AlreadyExistsError(f"table {db['name']}.{name} already exists")
+                return read_table(store, db.name, name)
+            raise AlreadyExistsError(f"table {db.name}.{name} already exists")
         raw = store.get(CATALOG, SEQUENCE_KEY)
         table_id = int.from_bytes(raw, "big") + 1 if raw else 1
         store.put(CATALOG, SEQUENCE_KEY, table_id.to_bytes(8, "big"))
         table = TableDefinition(
-            database=db["name"],
+            database=db.name,
             name=name,
             table_id=table_id,
             columns=data_columns,
             partition_keys=pkeys,
-            location=location or str(Path(db["location"]) / name),
+            location=location or str(Path(db.location) / name),
             properties=props,
             indexes=tuple(n for n, _ in pkeys[1:]) if index_all else (),
         )
@@ -184,7 +185,7 @@ def list_tables(store: Store, database: str | None) -> list[str]:
     if database is None:
         rows = store.scan(CATALOG, *key_range(b"T"))
         return [".".join(keys.decode(k[1:], [STRING, STRING])) for k, _ in rows]
-    db = read_database(store, database)["name"]
+    db = read_database(store, database).name
     start, stop = keys.prefixed_range(b"T", *keys.range_for([db], [STRING, STRING]))
     return [keys.decode(k[1:], [STRING, STRING])[1] for k, _ in store.scan(CATALOG, start, stop)]
 

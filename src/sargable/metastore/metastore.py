@@ -19,7 +19,7 @@ from sargable.metastore.access import FilterExplain
 from sargable.metastore.caches import Caches
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.partitions import PartitionSpec
-from sargable.metastore.records import Partition, TableDefinition, TableStats
+from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.schema import open_schema
 from sargable.metastore.table import Table
 from sargable.plan import FilterPlan
@@ -96,6 +96,10 @@ class Metastore:
     def create_database(self, name: str, *, location: str | None = None, if_not_exists: bool = False) -> None:
         """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`)."""
         catalog.create_database(self._store, self.warehouse, name, location, if_not_exists)
+
+    def get_database(self, name: str) -> Database:
+        """A database's record (raises NoSuchObjectError when missing)."""
+        return catalog.read_database(self._store, name)
 
     def list_databases(self) -> list[str]:
         return catalog.list_databases(self._store)

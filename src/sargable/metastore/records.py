@@ -1,4 +1,5 @@
-"""What the metastore returns: `TableDefinition`, `Partition` and `TableStats` records, and their stored forms."""
+"""What the metastore returns: `Database`, `TableDefinition`, `Partition` and `TableStats` records, and their stored
+forms."""
 
 from __future__ import annotations
 
@@ -9,6 +10,14 @@ from typing import Any, NamedTuple
 
 from sargable.metastore.names import partition_name
 from sargable.types import DataType, parse_type
+
+
+@dataclass(frozen=True)
+class Database:
+    """A database's record: its name and the location its tables default under."""
+
+    name: str
+    location: str
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,235 @@
+"""The server's one adapter over the metastore: every read and write `sargable serve` makes goes through `Catalog`.
+
+Today it calls `sargable.Metastore`'s name-based methods; when the metastore grows a `Table` handle and first-class
+Hive fields (issue 16, 17), this is the file to rewire. Where a Hive operation has no metastore method yet, it is
+composed here from several calls inside one store transaction (a savepoint per inner call), so it stays atomic:
+adding partitions with parameters, returning which partitions an `if_not_exists` add created, and altering a table
+(its definition is immutable today, so the table is re-created with its partitions, files and indexes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
+from sargable.expr import Expr, and_, col, or_
+from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, TableDefinition
+from sargable.metastore.names import value_from_name
+from sargable.types import DataType
+
+
+@dataclass(frozen=True)
+class NewPartition:
+    """A partition to add: its values as Hive strings in key order, location (None: the default), parameters."""
+
+    values: tuple[str, ...]
+    location: str | None
+    parameters: Mapping[str, str]
+
+
+def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
+    """Equality on each given value (`__HIVE_DEFAULT_PARTITION__` is IS NULL); with `partial`, '' means any value."""
+    keys = table.partition_key_names
+    if len(values) > len(keys) or (not partial and len(values) != len(keys)):
+        raise MetastoreError(
+            f"{len(values)} partition values given for {table.qualified_name}, whose partition keys are {keys}"
+        )
+    terms: list[Expr] = []
+    for name, value in zip(keys, values):
+        if partial and value == "":
+            continue
+        terms.append(col(name).is_null() if value == DEFAULT_PARTITION_NAME else col(name).eq(value))
+    if not terms:
+        return or_(col(keys[0]).is_null(), col(keys[0]).is_not_null())
+    return and_(*terms)
+
+
+def typed_values(table: TableDefinition, values: Sequence[str]) -> tuple[Any, ...]:
+    """Typed partition values from Hive strings, as the metastore stores them ('' of a string key is NULL)."""
+    if len(values) != len(table.partition_keys):
+        raise MetastoreError(
+            f"{len(values)} partition values given for {table.qualified_name}, "
+            f"whose partition keys are {table.partition_key_names}"
+        )
+    return tuple(
+        None if text == "" and dtype.is_string else value_from_name(text, dtype, name)
+        for text, (name, dtype) in zip(values, table.partition_keys)
+    )
+
+
+class Catalog:
+    """Databases, tables and partitions as the Hive metastore API needs them, over one `Metastore` (one thread)."""
+
+    def __init__(self, metastore: Metastore) -> None:
+        self.metastore = metastore
+
+    def close(self) -> None:
+        self.metastore.close()
+
+    def transaction(self) -> Any:
+        """One atomic change made of several metastore calls (each inner call becomes a savepoint)."""
+        return self.metastore.store.transaction()
+
+    # ------------------------------------------------------------------------------------------ databases
+
+    def create_database(self, name: str, location: str | None) -> None:
+        self.metastore.create_database(name, location=location or None)
+
+    def database_location(self, name: str) -> str:
+        """The database's location (raises NoSuchObjectError)."""
+        return self.metastore.get_database(name).location
+
+    def list_databases(self) -> list[str]:
+        return self.metastore.list_databases()
+
+    def drop_database(self, name: str, *, cascade: bool) -> None:
+        self.metastore.drop_database(name, cascade=cascade)
+
+    # --------------------------------------------------------------------------------------------- tables
+
+    def create_table(
+        self,
+        database: str,
+        name: str,
+        columns: Sequence[tuple[str, DataType]],
+        partition_keys: Sequence[tuple[str, DataType]],
+        location: str | None,
+        properties: Mapping[str, str],
+    ) -> TableDefinition:
+        return self.metastore.create_table(database, name, columns, partition_keys, location, properties)
+
+    def get_table(self, database: str, name: str) -> TableDefinition:
+        return self.metastore.get_table(database, name)
+
+    def list_tables(self, database: str) -> list[str]:
+        return self.metastore.list_tables(database)
+
+    def drop_table(self, database: str, name: str) -> None:
+        self.metastore.drop_table(database, name)
+
+    def replace_table(
+        self,
+        database: str,
+        name: str,
+        new_name: str,
+        columns: Sequence[tuple[str, DataType]],
+        partition_keys: Sequence[tuple[str, DataType]],
+        location: str | None,
+        properties: Mapping[str, str],
+    ) -> TableDefinition:
+        """Alter a table (rename, columns, location, properties) by re-creating it in one transaction with its
+        partitions (values, explicit locations, parameters), files and secondary indexes. O(partitions + files):
+        the metastore can't change a table's definition in place yet."""
+        ms = self.metastore
+        with self.transaction():
+            old = ms.get_table(database, name)
+            if [n.lower() for n, _ in partition_keys] != [n.lower() for n in old.partition_key_names] or [
+                t for _, t in partition_keys
+            ] != [t for _, t in old.partition_keys]:
+                raise MetastoreError(f"the partition keys of {old.qualified_name} can't be changed")
+            if new_name.lower() != old.name and new_name.lower() in ms.list_tables(database):
+                raise AlreadyExistsError(f"table {database}.{new_name} already exists")
+            # As in Hive, a partition stays where it is when its table moves: partitions whose location was the
+            # old default get it as an explicit location unless it is the new table location's default too.
+            new_prefix = (location or old.location).rstrip("/") + "/"
+            kept = []
+            for part in ms.iter_partitions(database, name):
+                explicit = None if part.location == new_prefix + part.name else part.location
+                kept.append((part.values, explicit, dict(part.parameters)))
+            files = ms.list_files(database, name)
+            ms.drop_table(database, name)
+            ms.create_table(database, new_name, columns, partition_keys, location or old.location, properties)
+            if kept:
+                ms.add_partitions(database, new_name, [v for v, _, _ in kept], locations=[loc for _, loc, _ in kept])
+                for values, _, params in kept:
+                    if params:
+                        ms.alter_partition(database, new_name, list(values), parameters=params)
+            if files:
+                ms.commit(database, new_name, add_files=files)
+            for column in old.indexes:
+                ms.create_index(database, new_name, column)
+            return ms.get_table(database, new_name)
+
+    # ----------------------------------------------------------------------------------------- partitions
+
+    def add_partitions(
+        self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
+    ) -> list[Partition]:
+        """Add partitions with their parameters atomically; returns the ones added (existing ones are skipped with
+        `if_not_exists`, else AlreadyExistsError), in key order."""
+        ms = self.metastore
+        with self.transaction():
+            tbl = ms.get_table(database, table)
+            specs = [list(p.values) for p in partitions]
+            existing = ms.get_partitions_by_names(database, table, specs) if specs else []
+            if existing and not if_not_exists:
+                raise AlreadyExistsError(f"Partition already exists: {existing[0].name} of {tbl.qualified_name}")
+            have = {p.values for p in existing}
+            new, seen = [], set()
+            for p in partitions:
+                values = typed_values(tbl, p.values)
+                if values in seen:
+                    raise MetastoreError(f"partition {list(p.values)} is given twice")
+                seen.add(values)
+                if values not in have:
+                    new.append(p)
+            if not new:
+                return []
+            ms.add_partitions(database, table, [list(p.values) for p in new], locations=[p.location for p in new])
+            for p in new:
+                if p.parameters:
+                    ms.alter_partition(database, table, list(p.values), parameters=p.parameters)
+            return ms.get_partitions_by_names(database, table, [list(p.values) for p in new])
+
+    def get_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
+        tbl = self.metastore.get_table(database, table)
+        _values_filter(tbl, values, partial=False)
+        found = self.metastore.get_partitions_by_names(database, table, [list(values)])
+        if not found:
+            raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
+        return found[0]
+
+    def partitions_by_names(self, database: str, table: str, names: Iterable[str]) -> list[Partition]:
+        return self.metastore.get_partitions_by_names(database, table, names)
+
+    def partitions_by_values(
+        self, database: str, table: str, values: Sequence[str], max_parts: int | None
+    ) -> list[Partition]:
+        """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value)."""
+        tbl = self.metastore.get_table(database, table)
+        expr = _values_filter(tbl, values, partial=True)
+        return self.metastore.get_partitions_by_filter(database, table, expr, max_parts)
+
+    def partitions_by_filter(self, database: str, table: str, text: str, max_parts: int | None) -> list[Partition]:
+        """Partitions matching a filter in Hive's metastore syntax."""
+        return self.metastore.get_partitions_by_filter(database, table, text, max_parts, dialect="hive")
+
+    def partitions(self, database: str, table: str, max_parts: int | None) -> list[Partition]:
+        """Every partition (at most `max_parts`), in key order, from one snapshot."""
+        with self.metastore.snapshot():
+            return list(islice(self.metastore.iter_partitions(database, table), max_parts))
+
+    def partition_names(self, database: str, table: str, max_parts: int | None) -> list[str]:
+        with self.metastore.snapshot():
+            return [p.name for p in islice(self.metastore.iter_partitions(database, table), max_parts)]
+
+    def count_partitions(self, database: str, table: str) -> int:
+        return self.metastore.count_partitions(database, table)
+
+    def drop_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
+        """Drop one partition by its full values (NoSuchObjectError when it does not exist)."""
+        tbl = self.metastore.get_table(database, table)
+        dropped = self.metastore.drop_partitions(database, table, _values_filter(tbl, values, partial=False))
+        if not dropped:
+            raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
+        return dropped[0]
+
+    def alter_partition(
+        self, database: str, table: str, values: Sequence[str], location: str | None, parameters: Mapping[str, str]
+    ) -> Partition:
+        return self.metastore.alter_partition(
+            database, table, list(values), location=location, parameters=dict(parameters)
+        )

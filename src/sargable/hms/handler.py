@@ -1,0 +1,652 @@
+"""The Hive metastore API (`ThriftHiveMetastore.Iface`) over sargable: what Spark SQL, Hive and Trino call.
+
+One `Handler` serves every connection; each worker thread gets its own `Catalog` (its own store connection) from
+the factory it is given. sargable's errors become the Hive exception each method declares (`NoSuchObjectException`,
+`AlreadyExistsException`, `InvalidObjectException`, `MetaException`...), with Hive's messages where clients read
+them. A method the bindings have but the handler does not implement is answered by the processor with
+`TApplicationException(UNKNOWN_METHOD)`; `get_partitions_by_expr` is one on purpose: Hive's client then falls back
+to `get_partitions_by_filter`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from thrift.Thrift import TException
+
+from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
+from sargable.hms.bindings import ThriftHiveMetastore, ttypes
+from sargable.hms.catalog import Catalog, NewPartition
+from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, table_definition
+from sargable.metastore.names import parse_partition_name, unescape_path_name
+
+WRITE_METHODS = frozenset(
+    {
+        "create_database",
+        "drop_database",
+        "alter_database",
+        "create_table",
+        "create_table_with_environment_context",
+        "drop_table",
+        "drop_table_with_environment_context",
+        "alter_table",
+        "alter_table_with_environment_context",
+        "alter_table_with_cascade",
+        "add_partition",
+        "add_partition_with_environment_context",
+        "add_partitions",
+        "add_partitions_req",
+        "append_partition",
+        "append_partition_with_environment_context",
+        "append_partition_by_name",
+        "append_partition_by_name_with_environment_context",
+        "drop_partition",
+        "drop_partition_with_environment_context",
+        "drop_partition_by_name",
+        "drop_partition_by_name_with_environment_context",
+        "drop_partitions_req",
+        "alter_partition",
+        "alter_partitions",
+        "alter_partitions_with_environment_context",
+        "alter_partition_with_environment_context",
+    }
+)
+
+_PREFERENCE: list[tuple[type[BaseException], tuple[str, ...]]] = [
+    (NoSuchObjectError, ("NoSuchObjectException", "UnknownTableException", "UnknownDBException", "MetaException")),
+    (AlreadyExistsError, ("AlreadyExistsException", "InvalidObjectException", "MetaException")),
+    (SargableError, ("MetaException", "InvalidObjectException", "InvalidOperationException", "NoSuchObjectException")),
+]
+
+
+class CatalogPool:
+    """At most `size` catalogs (store connections), each used by one call at a time; opened when first needed."""
+
+    def __init__(self, open_catalog: Callable[[], Catalog], size: int) -> None:
+        self._open = open_catalog
+        self._idle: list[Catalog] = []
+        self._all: list[Catalog] = []
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+
+    def lease(self) -> Catalog:
+        self._slots.acquire()
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        try:
+            catalog = self._open()
+        except BaseException:
+            self._slots.release()
+            raise
+        with self._lock:
+            self._all.append(catalog)
+        return catalog
+
+    def give_back(self, catalog: Catalog, *, broken: bool = False) -> None:
+        """Return a leased catalog; a broken one (its store failed, or a transaction was left open) is closed."""
+        broken = broken or catalog.metastore.store.in_transaction
+        with self._lock:
+            if broken:
+                self._all.remove(catalog)
+            else:
+                self._idle.append(catalog)
+        if broken:
+            catalog.close()
+        self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            for catalog in self._all:
+                catalog.close()
+            self._all.clear()
+            self._idle.clear()
+
+
+class CallNote(threading.local):
+    """What the current call touched, for the server's one log line per call."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.table: str | None = None
+        self.filter: str | None = None
+        self.partitions: int | None = None
+        self.error: str | None = None
+        self.broken = False
+        """The call's store failed: its catalog (store connection) is closed instead of reused."""
+
+
+@functools.cache
+def _declared(method: str) -> dict[str, type]:
+    """The exception types a method's result struct declares, by class name."""
+    result = getattr(ThriftHiveMetastore, f"{method}_result", None)
+    out = {}
+    for entry in getattr(result, "thrift_spec", None) or ():
+        if entry and entry[2] != "success" and isinstance(entry[3], (list, tuple)):
+            out[entry[3][0].__name__] = entry[3][0]
+    return out
+
+
+def _hive_error(method: str, exc: SargableError) -> Exception:
+    """The Hive exception `method` declares that fits a sargable error best."""
+    declared = _declared(method)
+    for kind, names in _PREFERENCE:
+        if isinstance(exc, kind):
+            for name in names:
+                if name in declared:
+                    return declared[name](message=str(exc))
+    return ttypes.MetaException(message=str(exc))
+
+
+def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Refuse writes on a read-only server and turn sargable errors into the method's declared Hive exceptions."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: Handler, *args: Any) -> Any:
+        if self.read_only and name in WRITE_METHODS:
+            self.note.error = "MetaException"
+            raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
+        try:
+            return method(self, *args)
+        except SargableError as exc:
+            if isinstance(exc, StoreError):
+                self.note.broken = True
+            error = _hive_error(name, exc)
+            self.note.error = type(error).__name__
+            raise error from None
+        except TException as exc:
+            self.note.error = type(exc).__name__
+            raise
+        except Exception:
+            self.note.error = "internal error"
+            raise
+
+    return call
+
+
+def _limit(max_parts: int | None) -> int | None:
+    return None if max_parts is None or max_parts < 0 else max_parts
+
+
+def _pattern(pattern: str | None) -> re.Pattern[str]:
+    """Hive's name pattern: `*` any characters, `|` alternatives, case-insensitive."""
+    if not pattern or pattern == "*":
+        return re.compile(".*")
+    parts = [".*".join(re.escape(p) for p in alt.strip().split("*")) for alt in pattern.split("|")]
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
+
+
+def local_dir(location: str | None) -> Path | None:
+    """The local folder of a `file:` URI or absolute path (None for other file systems)."""
+    if not location:
+        return None
+    if location.startswith("/"):
+        return Path(location)
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    return None
+
+
+def _mkdirs(location: str | None) -> None:
+    """Make a location's folder, as Hive's metastore does for databases, tables and partitions."""
+    path = local_dir(location)
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+
+
+def _table_name(db: str, table: str) -> str:
+    return f"{db}.{table}".lower()
+
+
+class Handler(ThriftHiveMetastore.Iface):
+    """The HMS calls clients need, over one `Catalog` per worker thread (opened on the thread's first call)."""
+
+    def __init__(self, pool: CatalogPool, *, read_only: bool = False) -> None:
+        self.pool = pool
+        self.read_only = read_only
+        self.note = CallNote()
+        self._local = threading.local()
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog of the current call: leased from the pool on first use, given back by `end_call`."""
+        catalog = getattr(self._local, "catalog", None)
+        if catalog is None:
+            catalog = self._local.catalog = self.pool.lease()
+        return catalog
+
+    def end_call(self) -> None:
+        """Give the call's catalog back to the pool (closed instead when its store failed); reset the note."""
+        catalog = getattr(self._local, "catalog", None)
+        if catalog is not None:
+            self._local.catalog = None
+            self.pool.give_back(catalog, broken=self.note.broken)
+        self.note.reset()
+
+    def _view(self, db: str, table: str) -> TableView:
+        self.note.table = _table_name(db, table)
+        try:
+            return TableView(self.catalog.get_table(db, table))
+        except NoSuchObjectError:
+            raise ttypes.NoSuchObjectException(message=f"{db}.{table} table not found") from None
+
+    def _partitions(self, view: TableView, parts: Any) -> list[Any]:
+        out = [view.partition(p) for p in parts]
+        self.note.partitions = len(out)
+        return out
+
+    # ------------------------------------------------------------------------------------- session, fb303
+
+    @_hive_api
+    def set_ugi(self, user_name: str, group_names: list[str]) -> list[str]:
+        return [*(group_names or []), user_name]
+
+    @_hive_api
+    def get_config_value(self, name: str, defaultValue: str) -> str:
+        return defaultValue
+
+    @_hive_api
+    def get_all_functions(self) -> Any:
+        return ttypes.GetAllFunctionsResponse(functions=[])
+
+    @_hive_api
+    def get_functions(self, dbName: str, pattern: str) -> list[str]:
+        return []
+
+    # ------------------------------------------------------------------------------------------ databases
+
+    @_hive_api
+    def create_database(self, database: Any) -> None:
+        name = database.name
+        try:
+            self.catalog.create_database(name, database.locationUri)
+        except AlreadyExistsError:
+            raise ttypes.AlreadyExistsException(message=f"Database {name} already exists") from None
+        _mkdirs(self.catalog.database_location(name))
+
+    @_hive_api
+    def get_database(self, name: str) -> Any:
+        try:
+            return database(name.lower(), self.catalog.database_location(name))
+        except NoSuchObjectError:
+            raise ttypes.NoSuchObjectException(message=f"There is no database named {name}") from None
+
+    @_hive_api
+    def get_databases(self, pattern: str) -> list[str]:
+        match = _pattern(pattern)
+        return [d for d in self.catalog.list_databases() if match.fullmatch(d)]
+
+    @_hive_api
+    def get_all_databases(self) -> list[str]:
+        return self.catalog.list_databases()
+
+    @_hive_api
+    def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:
+        try:
+            self.catalog.drop_database(name, cascade=cascade)
+        except NoSuchObjectError:
+            raise ttypes.NoSuchObjectException(message=f"There is no database named {name}") from None
+        except MetastoreError as exc:
+            raise ttypes.InvalidOperationException(message=f"Database {name} is not empty: {exc}") from None
+
+    # --------------------------------------------------------------------------------------------- tables
+
+    @_hive_api
+    def get_table(self, dbname: str, tbl_name: str) -> Any:
+        return self._view(dbname, tbl_name).thrift()
+
+    @_hive_api
+    def get_table_req(self, req: Any) -> Any:
+        return ttypes.GetTableResult(table=self._view(req.dbName, req.tblName).thrift())
+
+    @_hive_api
+    def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Any]:
+        out = []
+        for name in tbl_names or []:
+            try:
+                out.append(TableView(self.catalog.get_table(dbname, name)).thrift())
+            except NoSuchObjectError:
+                continue
+        return out
+
+    @_hive_api
+    def get_table_objects_by_name_req(self, req: Any) -> Any:
+        return ttypes.GetTablesResult(tables=self.get_table_objects_by_name(req.dbName, req.tblNames))
+
+    @_hive_api
+    def get_tables(self, db_name: str, pattern: str) -> list[str]:
+        match = _pattern(pattern)
+        return [t for t in self.catalog.list_tables(db_name) if match.fullmatch(t)]
+
+    @_hive_api
+    def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:
+        names = self.get_tables(db_name, pattern)
+        return [n for n in names if TableView(self.catalog.get_table(db_name, n)).extras.table_type == tableType]
+
+    @_hive_api
+    def get_all_tables(self, db_name: str) -> list[str]:
+        return self.catalog.list_tables(db_name)
+
+    @_hive_api
+    def get_fields(self, db_name: str, table_name: str) -> list[Any]:
+        return list(self._view(db_name, table_name).cols)
+
+    @_hive_api
+    def get_fields_with_environment_context(self, db_name: str, table_name: str, environment_context: Any) -> list:
+        return self.get_fields(db_name, table_name)
+
+    @_hive_api
+    def get_schema(self, db_name: str, table_name: str) -> list[Any]:
+        view = self._view(db_name, table_name)
+        return [*view.cols, *view.partition_cols]
+
+    @_hive_api
+    def get_schema_with_environment_context(self, db_name: str, table_name: str, environment_context: Any) -> list:
+        return self.get_schema(db_name, table_name)
+
+    @_hive_api
+    def create_table(self, tbl: Any) -> None:
+        self.create_table_with_environment_context(tbl, None)
+
+    @_hive_api
+    def create_table_with_environment_context(self, tbl: Any, environment_context: Any) -> None:
+        definition = table_definition(tbl)
+        self.note.table = _table_name(definition.database, definition.name)
+        try:
+            table = self.catalog.create_table(
+                definition.database,
+                definition.name,
+                definition.columns,
+                definition.partition_keys,
+                definition.location,
+                definition.properties,
+            )
+        except AlreadyExistsError:
+            raise ttypes.AlreadyExistsException(message=f"Table {definition.name} already exists") from None
+        except NoSuchObjectError:
+            raise ttypes.InvalidObjectException(message=f"database {definition.database} does not exist") from None
+        if tbl.tableType != VIRTUAL_VIEW:
+            _mkdirs(table.location)
+
+    @_hive_api
+    def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:
+        self.note.table = _table_name(dbname, name)
+        try:
+            self.catalog.drop_table(dbname, name)
+        except NoSuchObjectError:
+            raise ttypes.NoSuchObjectException(message=f"{dbname}.{name} table not found") from None
+
+    @_hive_api
+    def drop_table_with_environment_context(
+        self, dbname: str, name: str, deleteData: bool, environment_context: Any
+    ) -> None:
+        self.drop_table(dbname, name, deleteData)
+
+    @_hive_api
+    def alter_table(self, dbname: str, tbl_name: str, new_tbl: Any) -> None:
+        self.note.table = _table_name(dbname, tbl_name)
+        old = self._view(dbname, tbl_name)
+        if new_tbl.dbName and new_tbl.dbName.lower() != old.table.database:
+            raise ttypes.InvalidOperationException(message="moving a table to another database is not supported")
+        definition = table_definition(new_tbl)
+        self.catalog.replace_table(
+            old.table.database,
+            old.table.name,
+            definition.name,
+            definition.columns,
+            definition.partition_keys,
+            definition.location,
+            definition.properties,
+        )
+
+    @_hive_api
+    def alter_table_with_environment_context(
+        self, dbname: str, tbl_name: str, new_tbl: Any, environment_context: Any
+    ) -> None:
+        self.alter_table(dbname, tbl_name, new_tbl)
+
+    @_hive_api
+    def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: Any, cascade: bool) -> None:
+        self.alter_table(dbname, tbl_name, new_tbl)
+
+    # ------------------------------------------------------------------------------------ adding partitions
+
+    def _add(self, db: str, table: str, parts: list[Any], *, if_not_exists: bool) -> tuple[TableView, list[Any]]:
+        view = self._view(db, table)
+        now = int(time.time())
+        new: list[NewPartition] = []
+        for part in parts:
+            if (part.dbName or db).lower() != view.table.database or (part.tableName or table).lower() != (
+                view.table.name
+            ):
+                raise ttypes.MetaException(message="Partition does not belong to target table")
+            new.append(view.new_partition(part, now=now))
+        try:
+            added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists)
+        except AlreadyExistsError as exc:
+            raise ttypes.AlreadyExistsException(message=str(exc)) from None
+        for part in added:
+            _mkdirs(part.location)
+        return view, added
+
+    @_hive_api
+    def add_partition(self, new_part: Any) -> Any:
+        return self.add_partition_with_environment_context(new_part, None)
+
+    @_hive_api
+    def add_partition_with_environment_context(self, new_part: Any, environment_context: Any) -> Any:
+        view, added = self._add(new_part.dbName, new_part.tableName, [new_part], if_not_exists=False)
+        return self._partitions(view, added)[0]
+
+    @_hive_api
+    def add_partitions(self, new_parts: list[Any]) -> int:
+        if not new_parts:
+            return 0
+        _, added = self._add(new_parts[0].dbName, new_parts[0].tableName, new_parts, if_not_exists=False)
+        self.note.partitions = len(added)
+        return len(added)
+
+    @_hive_api
+    def add_partitions_req(self, request: Any) -> Any:
+        view, added = self._add(request.dbName, request.tblName, request.parts or [], if_not_exists=request.ifNotExists)
+        result = self._partitions(view, added)
+        return ttypes.AddPartitionsResult(partitions=result if request.needResult else None)
+
+    @_hive_api
+    def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Any:
+        part = ttypes.Partition(values=list(part_vals), dbName=db_name, tableName=tbl_name)
+        view, added = self._add(db_name, tbl_name, [part], if_not_exists=False)
+        return self._partitions(view, added)[0]
+
+    @_hive_api
+    def append_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, part_vals: list[str], environment_context: Any
+    ) -> Any:
+        return self.append_partition(db_name, tbl_name, part_vals)
+
+    @_hive_api
+    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+        return self.append_partition(db_name, tbl_name, self._name_values(db_name, tbl_name, part_name))
+
+    @_hive_api
+    def append_partition_by_name_with_environment_context(
+        self, db_name: str, tbl_name: str, part_name: str, environment_context: Any
+    ) -> Any:
+        return self.append_partition_by_name(db_name, tbl_name, part_name)
+
+    def _name_values(self, db: str, table: str, part_name: str) -> list[str]:
+        """Hive string values of a partition name, checked against the table's partition keys."""
+        view = self._view(db, table)
+        parse_partition_name(part_name, view.table.partition_keys)
+        return [unescape_path_name(segment.partition("=")[2]) for segment in part_name.strip("/").split("/")]
+
+    # ------------------------------------------------------------------------------------ reading partitions
+
+    @_hive_api
+    def get_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Any:
+        view = self._view(db_name, tbl_name)
+        try:
+            found = self.catalog.get_partition(db_name, tbl_name, part_vals)
+        except NoSuchObjectError:
+            raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
+        return self._partitions(view, [found])[0]
+
+    @_hive_api
+    def get_partition_with_auth(
+        self, db_name: str, tbl_name: str, part_vals: list[str], user_name: str, group_names: list[str]
+    ) -> Any:
+        return self.get_partition(db_name, tbl_name, part_vals)
+
+    @_hive_api
+    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+        return self.get_partition(db_name, tbl_name, self._name_values(db_name, tbl_name, part_name))
+
+    @_hive_api
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[Any]:
+        view = self._view(db_name, tbl_name)
+        return self._partitions(view, self.catalog.partitions(db_name, tbl_name, _limit(max_parts)))
+
+    @_hive_api
+    def get_partitions_with_auth(
+        self, db_name: str, tbl_name: str, max_parts: int, user_name: str, group_names: list[str]
+    ) -> list[Any]:
+        return self.get_partitions(db_name, tbl_name, max_parts)
+
+    @_hive_api
+    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
+        self._view(db_name, tbl_name)
+        names = self.catalog.partition_names(db_name, tbl_name, _limit(max_parts))
+        self.note.partitions = len(names)
+        return names
+
+    @_hive_api
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int) -> list[Any]:
+        view = self._view(db_name, tbl_name)
+        self.note.filter = f"values {part_vals}"
+        found = self.catalog.partitions_by_values(db_name, tbl_name, part_vals or [], _limit(max_parts))
+        return self._partitions(view, found)
+
+    @_hive_api
+    def get_partitions_ps_with_auth(
+        self,
+        db_name: str,
+        tbl_name: str,
+        part_vals: list[str],
+        max_parts: int,
+        user_name: str,
+        group_names: list[str],
+    ) -> list[Any]:
+        return self.get_partitions_ps(db_name, tbl_name, part_vals, max_parts)
+
+    @_hive_api
+    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int) -> list[str]:
+        self._view(db_name, tbl_name)
+        self.note.filter = f"values {part_vals}"
+        names = [
+            p.name for p in self.catalog.partitions_by_values(db_name, tbl_name, part_vals or [], _limit(max_parts))
+        ]
+        self.note.partitions = len(names)
+        return names
+
+    @_hive_api
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int) -> list[Any]:
+        view = self._view(db_name, tbl_name)
+        self.note.filter = filter
+        found = self.catalog.partitions_by_filter(db_name, tbl_name, filter, _limit(max_parts))
+        return self._partitions(view, found)
+
+    @_hive_api
+    def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
+        self._view(db_name, tbl_name)
+        self.note.filter = filter
+        count = len(self.catalog.partitions_by_filter(db_name, tbl_name, filter, None))
+        self.note.partitions = count
+        return count
+
+    @_hive_api
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: list[str]) -> list[Any]:
+        view = self._view(db_name, tbl_name)
+        return self._partitions(view, self.catalog.partitions_by_names(db_name, tbl_name, names or []))
+
+    @_hive_api
+    def partition_name_to_vals(self, part_name: str) -> list[str]:
+        return [unescape_path_name(s.partition("=")[2]) for s in part_name.strip("/").split("/")]
+
+    @_hive_api
+    def partition_name_to_spec(self, part_name: str) -> dict[str, str]:
+        pairs = (s.partition("=") for s in part_name.strip("/").split("/"))
+        return {unescape_path_name(k): unescape_path_name(v) for k, _, v in pairs}
+
+    # ------------------------------------------------------------------------- dropping, altering partitions
+
+    @_hive_api
+    def drop_partition(self, db_name: str, tbl_name: str, part_vals: list[str], deleteData: bool) -> bool:
+        self._view(db_name, tbl_name)
+        try:
+            self.catalog.drop_partition(db_name, tbl_name, part_vals)
+        except NoSuchObjectError:
+            raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
+        self.note.partitions = 1
+        return True
+
+    @_hive_api
+    def drop_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, part_vals: list[str], deleteData: bool, environment_context: Any
+    ) -> bool:
+        return self.drop_partition(db_name, tbl_name, part_vals, deleteData)
+
+    @_hive_api
+    def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool) -> bool:
+        return self.drop_partition(db_name, tbl_name, self._name_values(db_name, tbl_name, part_name), deleteData)
+
+    @_hive_api
+    def drop_partition_by_name_with_environment_context(
+        self, db_name: str, tbl_name: str, part_name: str, deleteData: bool, environment_context: Any
+    ) -> bool:
+        return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
+
+    @_hive_api
+    def alter_partition(self, db_name: str, tbl_name: str, new_part: Any) -> None:
+        self.alter_partitions(db_name, tbl_name, [new_part])
+
+    @_hive_api
+    def alter_partitions(self, db_name: str, tbl_name: str, new_parts: list[Any]) -> None:
+        view = self._view(db_name, tbl_name)
+        now = int(time.time())
+        changes = [view.new_partition(part, now=now) for part in new_parts or []]
+        try:
+            with self.catalog.transaction():
+                for change in changes:
+                    self.catalog.alter_partition(db_name, tbl_name, change.values, change.location, change.parameters)
+        except NoSuchObjectError as exc:
+            raise ttypes.InvalidOperationException(message=f"alter is not possible: {exc}") from None
+        self.note.partitions = len(changes)
+
+    @_hive_api
+    def alter_partitions_with_environment_context(
+        self, db_name: str, tbl_name: str, new_parts: list[Any], environment_context: Any
+    ) -> None:
+        self.alter_partitions(db_name, tbl_name, new_parts)
+
+    @_hive_api
+    def alter_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, new_part: Any, environment_context: Any
+    ) -> None:
+        self.alter_partitions(db_name, tbl_name, [new_part])
+
+
+IMPLEMENTED = frozenset(
+    name for name, value in vars(Handler).items() if callable(value) and not name.startswith("_") and name != "end_call"
+)
+"""The API methods the handler answers; the server answers every other one with UNKNOWN_METHOD."""

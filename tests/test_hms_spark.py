@@ -1,0 +1,199 @@
+"""Unmodified pyspark (Hive support, `spark.hadoop.hive.metastore.uris`) against `sargable serve`: DDL, dynamic
+partition inserts with NULL partition values, partition-filter shapes compared with DuckDB over the same rows, SHOW /
+ADD / DROP PARTITION, MSCK REPAIR, a view, ANALYZE, a star join, and the same answers after a server restart."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hms_server import SargableServe
+from hms_spark import run_sql
+from metastore_fixtures import fresh_url
+
+pytest.importorskip("pymetastore")
+pytestmark = pytest.mark.spark
+
+ROWS = [
+    (1, "a", "2024-01-01", 1),
+    (2, "b", "2024-01-02", 2),
+    (3, "c", None, 3),
+    (4, "d", "2024-01-02", None),
+    (5, "e", "2024-01-03", 1),
+    (6, "f", "2024-01-03", 3),
+    (7, "g", "2024-01-10", 2),
+    (8, "h", "2024-01-01", 2),
+]
+_DIALECT = "waits on the Hive filter dialect superset: Spark sends `(hr) in (...)`, `(hr) not in (...)` (expr helper)"
+SHAPES = [
+    "ds = '2024-01-02'",
+    "ds = '2024-01-02' AND hr > 1",
+    pytest.param("hr IN (1, 2) AND ds <> '2024-01-01'", marks=pytest.mark.xfail(strict=True, reason=_DIALECT)),
+    pytest.param("hr IN (1, 3)", marks=pytest.mark.xfail(strict=True, reason=_DIALECT)),
+    pytest.param("ds IN ('2024-01-01', '2024-01-03')", marks=pytest.mark.xfail(strict=True, reason=_DIALECT)),
+    "ds = '2024-01-02' OR hr = 1",
+    "ds BETWEEN '2024-01-01' AND '2024-01-02'",
+    "ds LIKE '2024-01-0%'",
+    "ds LIKE '%-10'",
+    "ds LIKE '2024%' AND hr = 1",
+    "ds IS NULL",
+    "ds IS NOT NULL AND hr IS NOT NULL",
+    "hr IS NULL",
+    "hr >= 2",
+    "hr < 2",
+    "hr <> 2",
+    "NOT (hr = 2)",
+    "hr + 1 = 3",
+    "ds > '2024-01-01' AND hr <= 2",
+    "ds >= '2024-01-03'",
+    "ds < '2024-01-02' OR hr IS NULL",
+    "(ds = '2024-01-01' AND hr = 1) OR (ds = '2024-01-03' AND hr = 3)",
+    "x > 1 AND ds = '2024-01-02'",
+    "ds = '2024-01-02' AND y = 'b'",
+    "hr = 1 OR x = 4",
+    pytest.param("hr NOT IN (1, 2)", marks=pytest.mark.xfail(strict=True, reason=_DIALECT)),
+]
+
+
+def _shape(param) -> str:
+    return param.values[0] if hasattr(param, "values") else param
+
+
+def _select(shape: str) -> str:
+    return f"SELECT x FROM s.ev WHERE {shape} ORDER BY x"
+
+
+def _expected(sql: str) -> list[list]:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE ev (x INTEGER, y VARCHAR, ds VARCHAR, hr INTEGER)")
+    con.executemany("INSERT INTO ev VALUES (?, ?, ?, ?)", ROWS)
+    con.execute("CREATE SCHEMA s")
+    con.execute("CREATE VIEW s.ev AS SELECT * FROM main.ev")
+    return [list(row) for row in con.execute(sql).fetchall()]
+
+
+def _values(rows) -> str:
+    return ", ".join(
+        f"({x}, '{y}', {'NULL' if d is None else repr(d)}, {'NULL' if h is None else h})" for x, y, d, h in rows
+    )
+
+
+def _flow(repair_dir) -> list[str]:
+    return [
+        "CREATE DATABASE IF NOT EXISTS s",
+        "CREATE TABLE s.ev (x INT, y STRING, ds STRING, hr INT) USING parquet PARTITIONED BY (ds, hr)",
+        f"INSERT INTO s.ev VALUES {_values(ROWS)}",
+        "CREATE TABLE s.hv (x INT, y STRING) PARTITIONED BY (ds STRING, hr INT) STORED AS PARQUET",
+        "INSERT INTO s.hv PARTITION (ds, hr) SELECT x, y, ds, hr FROM s.ev",
+        *(_select(_shape(p)) for p in SHAPES),
+        "SELECT x FROM s.hv WHERE ds = '2024-01-03' OR hr IS NULL ORDER BY x",
+        "SHOW PARTITIONS s.ev",
+        "ALTER TABLE s.ev ADD PARTITION (ds='2024-02-01', hr=9)",
+        "SHOW PARTITIONS s.ev PARTITION (ds='2024-02-01')",
+        "ALTER TABLE s.ev DROP PARTITION (ds='2024-02-01', hr=9)",
+        "SHOW PARTITIONS s.ev PARTITION (ds='2024-02-01')",
+        f"CREATE TABLE s.mk (x INT, ds STRING) USING parquet PARTITIONED BY (ds) LOCATION '{repair_dir}'",
+        "SHOW PARTITIONS s.mk",
+        "MSCK REPAIR TABLE s.mk",
+        "SHOW PARTITIONS s.mk",
+        "SELECT x FROM s.mk WHERE ds = 'b' ORDER BY x",
+        "CREATE VIEW s.v AS SELECT x, ds FROM s.ev WHERE hr = 1",
+        "SELECT * FROM s.v ORDER BY x",
+        "ANALYZE TABLE s.ev COMPUTE STATISTICS",
+        "ANALYZE TABLE s.ev PARTITION (ds='2024-01-02', hr) COMPUTE STATISTICS",
+        "CREATE TABLE s.dim (d STRING, keep BOOLEAN) USING parquet",
+        "INSERT INTO s.dim VALUES ('2024-01-02', true), ('2024-01-03', true), ('2024-01-01', false)",
+        "SELECT e.x FROM s.ev e JOIN s.dim d ON e.ds = d.d WHERE d.keep ORDER BY e.x",
+    ]
+
+
+AFTER_RESTART = [
+    _select("ds = '2024-01-02' AND hr > 1"),
+    _select("ds LIKE '2024-01-0%'"),
+    "SHOW PARTITIONS s.ev",
+    "SELECT * FROM s.v ORDER BY x",
+    "DESCRIBE TABLE EXTENDED s.ev",
+    "DESCRIBE TABLE EXTENDED s.ev PARTITION (ds='2024-01-02', hr=2)",
+]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def spark_run(request, tmp_path_factory):
+    """The flow's statements and results against one server; on SQLite also a second driver after a restart."""
+    tmp = tmp_path_factory.mktemp(f"hms-spark-{request.param}")
+    postgres = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    url = fresh_url(request.param, tmp, postgres)
+    repair = tmp / "repair"
+    for ds, xs in (("a", [10, 11]), ("b", [12])):
+        (repair / f"ds={ds}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": pa.array(xs, pa.int32())}), repair / f"ds={ds}" / "part-0.parquet")
+    statements = _flow(f"file:{repair}")
+    with SargableServe(tmp, url) as serve:
+        results = dict(zip(statements, run_sql(serve.uri, tmp / "spark-warehouse", statements)))
+        calls = serve.calls()
+    after = {}
+    if request.param == "sqlite":
+        with SargableServe(tmp / "restarted", url) as serve:
+            after = dict(zip(AFTER_RESTART, run_sql(serve.uri, tmp / "spark-warehouse", AFTER_RESTART)))
+    return {"results": results, "calls": calls, "after": after, "backend": request.param}
+
+
+def _rows(result: dict) -> list:
+    assert "error" not in result, result["error"]
+    return result["rows"]
+
+
+def test_ddl_and_inserts(spark_run):
+    results = spark_run["results"]
+    for statement, result in results.items():
+        if statement.startswith(("CREATE", "INSERT", "ALTER", "MSCK", "ANALYZE")):
+            assert _rows(result) == [], statement
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_partition_filter_shapes(spark_run, shape):
+    statement = _select(shape)
+    assert _rows(spark_run["results"][statement]) == _expected(statement)
+
+
+def test_pruning_goes_through_the_server(spark_run):
+    """A pushable filter reaches sargable as get_partitions_by_filter and comes back pruned."""
+    calls = spark_run["calls"]
+    assert "get_partitions_by_filter table=s.ev filter='ds = \"2024-01-02\" and hr > 1' partitions=1" in "\n".join(
+        calls
+    )
+    assert any(line.startswith("add_partitions_req table=s.ev partitions=8") for line in calls)
+
+
+def test_show_add_drop_repair_view_join(spark_run):
+    r = spark_run["results"]
+    names = sorted(
+        f"ds={'__HIVE_DEFAULT_PARTITION__' if d is None else d}/hr={'__HIVE_DEFAULT_PARTITION__' if h is None else h}"
+        for _, _, d, h in ROWS
+    )
+    assert [row[0] for row in _rows(r["SHOW PARTITIONS s.ev"])] == sorted(set(names))
+    assert _rows(r["SELECT x FROM s.hv WHERE ds = '2024-01-03' OR hr IS NULL ORDER BY x"]) == [[4], [5], [6]]
+    shown = [key for key in r if key.startswith("SHOW PARTITIONS s.ev PARTITION")]
+    assert len(shown) == 1  # the same statement before the drop and after: dict keeps the last
+    assert _rows(r["SHOW PARTITIONS s.ev PARTITION (ds='2024-02-01')"]) == []
+    assert _rows(r["SHOW PARTITIONS s.mk"]) == [["ds=a"], ["ds=b"]]
+    assert _rows(r["SELECT x FROM s.mk WHERE ds = 'b' ORDER BY x"]) == [[12]]
+    assert _rows(r["SELECT * FROM s.v ORDER BY x"]) == [[1, "2024-01-01"], [5, "2024-01-03"]]
+    join = "SELECT e.x FROM s.ev e JOIN s.dim d ON e.ds = d.d WHERE d.keep ORDER BY e.x"
+    assert _rows(r[join]) == [[2], [4], [5], [6]]
+
+
+def test_same_answers_after_restart(spark_run):
+    if spark_run["backend"] != "sqlite":
+        pytest.skip("the restart runs on the SQLite backend only (a Spark driver per backend costs ~30 s)")
+    before, after = spark_run["results"], spark_run["after"]
+    for statement in AFTER_RESTART[:4]:
+        assert _rows(after[statement]) == _rows(before[statement]), statement
+    table = {row[0]: row[1] for row in _rows(after["DESCRIBE TABLE EXTENDED s.ev"])}
+    assert table["Statistics"].endswith(f"{len(ROWS)} rows")
+    partition = {
+        row[0]: row[1] for row in _rows(after["DESCRIBE TABLE EXTENDED s.ev PARTITION (ds='2024-01-02', hr=2)"])
+    }
+    assert partition["Partition Statistics"].endswith("1 rows")
