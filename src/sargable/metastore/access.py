@@ -19,7 +19,7 @@ from sargable.expr import BoundFilter
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import TableDefinition
 from sargable.metastore.schema import INDEXES, PARTITIONS
-from sargable.plan import ExecutionStats, FilterPlan, plan_filter, scan_bounds
+from sargable.plan import ExecutionStats, FilterPlan, plan_key_ranges, scan_bounds
 from sargable.store import Store
 from sargable.types import DataType
 
@@ -49,12 +49,12 @@ class FilterPlans:
 
 def plan_candidates(table: TableDefinition, bound: BoundFilter) -> FilterPlans:
     """Plan `bound` over the primary key order and, unless the primary plan is exact, over each secondary index."""
-    primary = plan_filter(bound, list(table.partition_keys))
+    primary = plan_key_ranges(bound, list(table.partition_keys))
     if not table.indexes or (not primary.is_full_scan and not primary.has_key_filter):
         return FilterPlans(bound, primary)
     indexes = []
     for column in table.indexes:
-        plan = plan_filter(bound, index_key_columns(table, column)[1])
+        plan = plan_key_ranges(bound, index_key_columns(table, column)[1])
         if not plan.is_full_scan:
             indexes.append((column, plan))
     return FilterPlans(bound, primary, tuple(indexes))

@@ -1,4 +1,4 @@
-"""`plan_filter`: a bound partition predicate becomes a `FilterPlan` of key ranges over the key columns.
+"""`plan_key_ranges`: a bound partition predicate becomes a `FilterPlan` of key ranges over the key columns.
 
 The predicate is put in negation normal form, then planned bottom-up over its AND/OR skeleton as a union of boxes
 (see `boxes`): leaves become intervals (`leaves`), AND intersects boxes (a cross product, so `p1 in (1,2) and
@@ -37,7 +37,7 @@ PLAN_WORK = 64
 """A whole plan spends at most PLAN_WORK * max_scans box intersections on cross products."""
 
 
-def plan_filter(
+def plan_key_ranges(
     expr: Expr | BoundFilter, key_columns: Sequence[tuple[str, DataType | str]], *, max_scans: int = DEFAULT_MAX_SCANS
 ) -> FilterPlan:
     """Plan a predicate over key columns (in key order) as sorted, disjoint key ranges with residual key filters.
@@ -64,7 +64,7 @@ def plan_filter(
 def _bound(expr: Expr, columns: tuple[tuple[str, DataType], ...]) -> Expr:
     """`expr` bound to the key columns (binding only when some column is unbound or spelled differently)."""
     if not isinstance(expr, Expr):
-        raise BindError(f"plan_filter needs an expression (sargable.Expr), got {type(expr).__name__}: {expr!r}")
+        raise BindError(f"plan_key_ranges needs an expression (sargable.Expr), got {type(expr).__name__}: {expr!r}")
     known = dict(columns)
     lowered = {name.lower(): name for name, _ in columns}
     for node in walk(expr):
