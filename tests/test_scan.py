@@ -266,3 +266,26 @@ def test_key_sets_intersect_as_sets_of_values(a: KeySet, b: KeySet) -> None:
     both = a.intersect(b)
     assert _allowed(both) == _allowed(a) & _allowed(b)
     assert both.is_empty == (not _allowed(both))
+
+
+def test_shared_metastores_are_reused_per_url_until_their_store_changes(tmp_path) -> None:
+    """The per-thread pool: one open metastore per URL, opened again when the store at the URL is another one."""
+    import os
+    import threading
+
+    from sargable.metastore import shared
+
+    url = f"sqlite:///{tmp_path / 'pooled.db'}"
+    first = shared(url)
+    assert shared(url) is first
+    first.create_database("db")
+    others: list[Metastore] = []
+    thread = threading.Thread(target=lambda: others.append(shared(url)))
+    thread.start()
+    thread.join()
+    assert others[0] is not first, "a Store is for one thread: each thread has its own"
+    os.remove(tmp_path / "pooled.db")
+    again = shared(url)
+    assert again is not first and again.list_databases() == [], "a new database file at the URL is opened anew"
+    again.close()
+    assert shared(url) is not again, "a closed metastore is opened again"
