@@ -218,45 +218,13 @@ def plan_scan(
     bound = None if where is None else bind_filter(where, schema, dialect=dialect)
     selected = _selected_columns(columns, [n for n, _ in schema])
     keys = _merged(table, key_sets)
-    ignored = {c.lower() for c in ignore_stats}
-    key_names = table.partition_key_names
-    partition_part = files_part = residual = None
-    if bound is not None:
-        # Partition keys count as statistics columns too: each file has one value of each, so the file part of an
-        # OR across partition and data columns (`id < 10 or ds = '2024-01-01'`) can still skip files.
-        stats_columns = [n for n, _ in table.columns if n.lower() not in ignored]
-        parts = decompose(bound, partition_keys=key_names, stats_columns=[*stats_columns, *key_names])
-        partition_part, files_part, residual = (_useful(p) for p in parts)  # type: ignore[arg-type]
-    lowered_keys = {k.lower() for k in key_names}
+    partition_part, files_part, residual = _parts(table, bound, {c.lower() for c in ignore_stats})
+    lowered_keys = {k.lower() for k in table.partition_key_names}
     on_partitions = [k for k in keys if k.column.lower() in lowered_keys]
     on_files = [k for k in keys if k.column.lower() not in lowered_keys]
     totals = table.stats()
-    partitions: list[Any] | None = None
-    search = None
-    access = None
-    if any(k.is_empty for k in keys):
-        partitions, access = [], "none: a join key has no value that can join"
-    elif on_partitions:
-        partitions, access = _pick_partitions(table, partition_part, on_partitions, totals.partitions)
-    elif partition_part is not None:
-        partitions, search = table.partitions_explained(partition_part)
-        access = search.access_path
-    wanted = set() if files_part is None else set(files_part.columns)
-    wanted |= {k.column.lower() for k in on_files}
-    stats = frozenset(n for n, _ in table.columns if n.lower() in wanted) or False
-    files = table.files(partitions, stats=stats) if partitions is None or partitions else []
-    if files_part is not None and files:
-        # A listed file carries its partition values, which skipping takes as exact statistics of those columns.
-        files = select_files(files_part, files, schema)
-    extra: list[BoundFilter] = []
-    ranged: list[str] = []
-    for key in on_files:
-        if key.is_empty:
-            continue
-        files, kept = _skip_by_key(files, key, schema)
-        extra.append(kept)
-        if key.values is not None and len(key.values) > IN_RESIDUAL_MAX:
-            ranged.append(key.column)
+    partitions, access, search = _partitions(table, partition_part, keys, on_partitions, totals.partitions)
+    files, extra, ranged = _files(table, partitions, files_part, on_files)
     residual = conjoin([*([residual] if residual is not None else []), *extra])
     report = ScanReport(
         table=table.qualified_name,
@@ -285,9 +253,72 @@ def plan_scan(
         files=tuple(files),
         columns=selected,
         report=report,
-        ranged_keys=tuple(ranged),
+        ranged_keys=ranged,
         partition_search=search,
     )
+
+
+def _parts(
+    table: ScannedTable, bound: BoundFilter | None, ignored: set[str]
+) -> tuple[BoundFilter | None, BoundFilter | None, BoundFilter | None]:
+    """The filter's partition (exact), file (inclusive) and residual parts, None where there is nothing to apply.
+
+    Partition keys count as statistics columns too: each file has one value of each, so the file part of an OR
+    across partition and data columns (`id < 10 or ds = '2024-01-01'`) can still skip files.
+    """
+    if bound is None:
+        return None, None, None
+    keys = table.partition_key_names
+    stats_columns = [n for n, _ in table.columns if n.lower() not in ignored]
+    parts = decompose(bound, partition_keys=keys, stats_columns=[*stats_columns, *keys])
+    return _useful(parts.partition), _useful(parts.files), _useful(parts.residual)  # type: ignore[arg-type]
+
+
+def _partitions(
+    table: ScannedTable,
+    partition_part: BoundFilter | None,
+    keys: list[KeySet],
+    on_partitions: list[KeySet],
+    partitions_total: int,
+) -> tuple[list[Any] | None, str | None, Any]:
+    """(the partitions to read, None for all of them; how they were found; the metastore's explain of the query)."""
+    if any(k.is_empty for k in keys):
+        return [], "none: a join key has no value that can join", None
+    if on_partitions:
+        found, access = _pick_partitions(table, partition_part, on_partitions, partitions_total)
+        return found, access, None
+    if partition_part is None:
+        return None, None, None
+    found, search = table.partitions_explained(partition_part)
+    return found, search.access_path, search
+
+
+def _files(
+    table: ScannedTable, partitions: list[Any] | None, files_part: BoundFilter | None, on_files: list[KeySet]
+) -> tuple[list[FileStats], list[BoundFilter], tuple[str, ...]]:
+    """(the files that may hold a matching row, the key-set predicates left to the residual, the data columns whose
+    key set stays there as its range only).
+
+    Statistics are decoded only for the columns skipping looks at. A listed file carries its partition values,
+    which skipping takes as exact statistics of those columns.
+    """
+    schema = list(table.schema)
+    wanted = set() if files_part is None else set(files_part.columns)
+    wanted |= {k.column.lower() for k in on_files}
+    stats = frozenset(n for n, _ in table.columns if n.lower() in wanted) or False
+    files = table.files(partitions, stats=stats) if partitions is None or partitions else []
+    if files_part is not None and files:
+        files = select_files(files_part, files, schema)
+    extra: list[BoundFilter] = []
+    ranged: list[str] = []
+    for key in on_files:
+        if key.is_empty:
+            continue
+        files, kept = _skip_by_key(files, key, schema)
+        extra.append(kept)
+        if key.values is not None and len(key.values) > IN_RESIDUAL_MAX:
+            ranged.append(key.column)
+    return files, extra, tuple(ranged)
 
 
 def _useful(part: BoundFilter | None) -> BoundFilter | None:
