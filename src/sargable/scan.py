@@ -19,7 +19,6 @@ This module imports nothing of `sargable.metastore`; it reads a table through th
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -409,32 +408,11 @@ def _pick_partitions(
 def _skip_by_key(
     files: list[FileStats], key: KeySet, schema: list[tuple[str, DataType]]
 ) -> tuple[list[FileStats], BoundFilter]:
-    """The files that may hold one of a data-column key set's values, and the predicate left to the residual."""
-    if key.values is None:
-        predicate = key.predicate(schema)
-        return (select_files(predicate, files, schema) if files else files), predicate
-    ordered = sorted(key.values)
-    kept = [f for f in files if _may_join(f, key.column, ordered, key.values)]
-    if len(ordered) <= IN_RESIDUAL_MAX:
-        return kept, key.predicate(schema)
-    return kept, KeySet(key.column, low=ordered[0], high=ordered[-1]).predicate(schema)
-
-
-def _may_join(file: FileStats, column: str, ordered: list[Any], members: frozenset[Any]) -> bool:
-    """False only when the file's statistics prove no non-NULL value of `column` is one of the values."""
-    if file.row_count == 0:
-        return False
-    stats = file.columns.get(column)
-    if stats is None:
-        return True
-    if stats.null_count is not None and stats.null_count == file.row_count and not stats.nan_count:
-        return False
-    try:
-        if stats.distinct is not None:
-            return not stats.distinct.isdisjoint(members)
-        low = 0 if stats.min is None else bisect.bisect_left(ordered, stats.min)
-        if stats.max is None or (not stats.max_exact and isinstance(stats.max, str)):
-            return low < len(ordered)
-        return low < bisect.bisect_right(ordered, stats.max)
-    except TypeError:
-        return True
+    """The files that may hold one of a data-column key set's values (`column IN (values)` or its `BETWEEN` range,
+    through the one file-statistics evaluator), and the predicate left to the residual: the IN list up to
+    `IN_RESIDUAL_MAX` values, else the range."""
+    predicate = key.predicate(schema)
+    kept = select_files(predicate, files, schema) if files else files
+    if key.values is None or len(key.values) <= IN_RESIDUAL_MAX:
+        return kept, predicate
+    return kept, KeySet(key.column, low=min(key.values), high=max(key.values)).predicate(schema)

@@ -186,7 +186,7 @@ def list_tables(store: Store, database: str | None) -> list[str]:
         rows = store.scan(CATALOG, *key_range(b"T"))
         return [".".join(keys.decode(k[1:], [STRING, STRING])) for k, _ in rows]
     db = read_database(store, database).name
-    start, stop = keys.prefixed_range(b"T", *keys.range_for([db], [STRING, STRING]))
+    start, stop = keys.prefixed_range(b"T", *keys.prefix_range([db], [STRING, STRING]))
     return [keys.decode(k[1:], [STRING, STRING])[1] for k, _ in store.scan(CATALOG, start, stop)]
 
 

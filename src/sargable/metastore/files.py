@@ -28,7 +28,7 @@ def file_key(table: TableDefinition, values: tuple[Any, ...], path: str) -> byte
 def file_range(table: TableDefinition, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
     """The keys of one partition's file entries."""
     types = [*(t for _, t in table.partition_keys), STRING]
-    return keys.prefixed_range(table_prefix(table.table_id), *keys.range_for(list(values), types))
+    return keys.prefixed_range(table_prefix(table.table_id), *keys.prefix_range(list(values), types))
 
 
 def path_key(table: TableDefinition, path: str) -> bytes:
