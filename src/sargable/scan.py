@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from sargable.analyze import decompose
+from sargable.domain import Interval, intersect
 from sargable.errors import SargableError, TypeCoercionError
 from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
@@ -61,7 +62,10 @@ class KeySet:
     def is_empty(self) -> bool:
         if self.values is not None:
             return not self.values
-        return self.low is None or self.high is None or self.low > self.high
+        return self.low is None or self.high is None or self._range().is_empty()
+
+    def _range(self) -> Interval:
+        return Interval(self.low, True, self.high, True)
 
     def intersect(self, other: KeySet) -> KeySet:
         """The values both key sets allow (of the same column)."""
@@ -72,11 +76,12 @@ class KeySet:
             assert listed.values is not None
             if ranged.is_empty:
                 return replace(self, values=frozenset(), low=None, high=None)
-            kept = frozenset(v for v in listed.values if ranged.low <= v <= ranged.high)
-            return replace(self, values=kept, low=None, high=None)
+            span = ranged._range()
+            return replace(self, values=frozenset(v for v in listed.values if span.contains(v)), low=None, high=None)
         if self.is_empty or other.is_empty:
             return replace(self, values=frozenset(), low=None, high=None)
-        return replace(self, low=max(self.low, other.low), high=min(self.high, other.high))
+        both = intersect(self._range(), other._range())
+        return replace(self, low=both.lo, high=both.hi)
 
     def typed(self, column: str, dtype: DataType) -> KeySet:
         """The key set in the column's type and spelling: a value the type can't hold can't equal any of its values
