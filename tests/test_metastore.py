@@ -229,6 +229,10 @@ def test_catalog_errors(metastore: Metastore) -> None:
         metastore.create_table("db", "t", [("x", "decimal(50,2)")])
     with pytest.raises(sg.MetastoreError, match="twice"):
         metastore.create_table("db", "t", [("x", "int")], [("X", "int")])
+    for unordered in ["binary", "array<int>", "map<string,int>", "struct<a:int>"]:
+        with pytest.raises(sg.MetastoreError, match="can't key partitions"):
+            metastore.create_table("db", "t", [("x", "int")], [("p", unordered)])
+    assert metastore.list_tables("db") == []
     metastore.create_table("db", "t", [("x", "int")], [("p", "int")])
     assert metastore.list_tables("db") == ["t"] and metastore.list_tables() == ["db.t"]
     with pytest.raises(sg.NoSuchObjectError):

@@ -1,9 +1,10 @@
 """The predicate language: one engine-neutral expression tree and the ways into and out of it.
 
-Submodules: `nodes` (the tree and builders), `parser` (filter text), `render` (canonical text), `binary`
-(compact bytes), `bind` (resolve against a schema), `bound` (`BoundFilter`: a filter bound once, at the edge, for
-the layers below), `evaluate` (three-valued evaluation), `normalize` (NNF, constant folding, range merging,
-DNF/CNF), `sarg` (Hive SearchArgument view), `like` (LIKE patterns).
+Submodules: `tokens` (the lexicon: keywords, operators, tokenizers), `nodes` (the tree and builders), `parser`
+(filter text), `render` (canonical text), `binary` (compact bytes), `bind` (resolve against a schema), `bound`
+(`BoundFilter`: a filter bound once, at the edge, for the layers below), `evaluate` (three-valued evaluation),
+`normalize` (NNF, constant folding, range merging, DNF/CNF), `sarg` (Hive SearchArgument view), `like` (LIKE
+patterns), `java_regex` (Java regular expressions as Python's), `truth_tests` (`IS [NOT] TRUE|FALSE`).
 """
 
 from sargable.expr.binary import dumps, loads

@@ -89,9 +89,12 @@ def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
     partition_keys = []
     for field in tbl.partitionKeys or []:
         try:
-            partition_keys.append((field.name, parse_type(field.type)))
+            dtype = parse_type(field.type)
         except TypeCoercionError as exc:
             raise MetastoreError(f"partition column {field.name!r}: {exc}") from None
+        if not dtype.is_orderable:
+            raise MetastoreError(f"partition column {field.name!r} is of type {dtype}, which can't key partitions")
+        partition_keys.append((field.name, dtype))
     params = _check_parameters("table", tbl.parameters)
     params.setdefault(DDL_TIME, str(now if now is not None else int(time.time())))
     extras = TableExtras(

@@ -138,6 +138,12 @@ def create_table(
     name = check_name("table", name)
     data_columns = check_columns("columns", columns)
     pkeys = check_columns("partition_keys", partition_keys)
+    for column, dtype in pkeys:
+        if not dtype.is_orderable:
+            raise MetastoreError(
+                f"table {db.name}.{name}: partition key {column!r} is of type {dtype}, whose values don't order "
+                "(binary and complex types can't key partitions)"
+            )
     seen: set[str] = set()
     for column, _ in (*data_columns, *pkeys):
         if column.lower() in seen:
