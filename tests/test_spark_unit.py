@@ -29,9 +29,9 @@ from pyspark.sql.datasource import (
 
 import sargable as sg
 from sargable.errors import SargableError
+from sargable.fs import FileSystem, hidden
 from sargable.spark.catalog import split_table_name
 from sargable.spark.datasource import group_files
-from sargable.spark.files import FileSystem
 from sargable.spark.schema import hive_type, spark_type, struct_type
 from sargable.spark.translate import Untranslatable, from_column, from_filter, split_column
 from sargable.types import parse_type
@@ -132,21 +132,35 @@ def test_split_table_name() -> None:
             split_table_name(bad)
 
 
-def test_file_system_lists_moves_and_deletes(tmp_path: os.PathLike) -> None:
+def test_file_system_lists_and_moves_without_following_symlinks(tmp_path: os.PathLike) -> None:
     root = os.path.join(tmp_path, "t")
     os.makedirs(os.path.join(root, "ds=1", "_hidden"))
+    os.makedirs(os.path.join(tmp_path, "elsewhere"))
     for name in ["ds=1/a.parquet", "ds=1/.a.parquet.crc", "ds=1/_SUCCESS", "ds=1/_hidden/x", "b.parquet"]:
         with open(os.path.join(root, name), "w") as handle:
             handle.write("x" * len(name))
+    with open(os.path.join(tmp_path, "elsewhere", "c.parquet"), "w") as handle:
+        handle.write("c")
+    os.symlink(os.path.join(tmp_path, "elsewhere"), os.path.join(root, "ds=2"))
+    os.symlink(os.path.join(tmp_path, "elsewhere", "c.parquet"), os.path.join(root, "ds=1", "c.parquet"))
     fs = FileSystem.at(root)
-    assert [p for p, _, _ in fs.list_files(root)] == [f"{root}/b.parquet", f"{root}/ds=1/a.parquet"]
-    everything = [p for p, _, _ in fs.list_files(root, data_only=False)]
-    assert len(everything) == 5
-    fs.move(f"{root}/b.parquet", f"{root}/ds=2/b.parquet")
-    assert os.path.exists(f"{root}/ds=2/b.parquet") and not os.path.exists(f"{root}/b.parquet")
-    fs.delete_files([f"{root}/ds=2/b.parquet", f"{root}/missing.parquet"])
-    fs.delete_dir(f"{root}/ds=1")
-    assert fs.list_files(root, data_only=False) == []
+    listed = {e.path[len(root) + 1 :]: e.kind for e in fs.walk(root)}
+    assert listed == {
+        "b.parquet": "file",
+        "ds=1": "directory",
+        "ds=1/a.parquet": "file",
+        "ds=1/.a.parquet.crc": "file",
+        "ds=1/_SUCCESS": "file",
+        "ds=1/_hidden": "directory",
+        "ds=1/_hidden/x": "file",
+        "ds=1/c.parquet": "symlink",
+        "ds=2": "symlink",
+    }
+    visible = [e.path for e in fs.walk(root, lambda e: not hidden(e.path.rsplit("/", 1)[1]))]
+    assert f"{root}/ds=1/_hidden/x" not in visible and f"{root}/ds=1/a.parquet" in visible
+    assert fs.info(f"{root}/ds=2").kind == "symlink" and fs.info(f"{root}/missing") is None
+    fs.move(f"{root}/b.parquet", f"{root}/ds=3/b.parquet")
+    assert os.path.exists(f"{root}/ds=3/b.parquet") and not os.path.exists(f"{root}/b.parquet")
 
 
 def test_columns_translate(spark: object) -> None:

@@ -19,14 +19,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sargable.errors import AlreadyExistsError, FilterSyntaxError, SargableError
+from sargable.errors import AlreadyExistsError, FilterSyntaxError, NoSuchObjectError, SargableError
 from sargable.expr import bind, normalize, parse, render, to_sarg
 from sargable.types import DataType, convert, parse_type
 
@@ -80,11 +79,10 @@ def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
     from sargable.metastore import Metastore, default_url
 
     url = args.metastore or default_url()
-    if not create and url.startswith("sqlite:///"):
-        path = Path(url[len("sqlite:///") :].split("?", 1)[0]).expanduser()
-        if not path.is_file():
-            raise SargableError(f"no metastore at {path}: give --metastore URL or set $SARGABLE_METASTORE")
-    return Metastore.open(url)
+    try:
+        return Metastore.open(url, create=create)
+    except NoSuchObjectError as exc:
+        raise SargableError(f"{exc}; give --metastore URL or set $SARGABLE_METASTORE") from None
 
 
 def _progress() -> Progress:
@@ -219,7 +217,15 @@ def cmd_create_table(args: argparse.Namespace, console: Console) -> None:
     keys = parse_schema(args.partition_keys) if args.partition_keys else []
     with _metastore(args, create=True) as ms:
         ms.create_database(db, if_not_exists=True)
-        ms.create_table(db, name, columns, keys, location=args.location, if_not_exists=args.if_not_exists)
+        ms.create_table(
+            db,
+            name,
+            columns,
+            keys,
+            location=args.location,
+            if_not_exists=args.if_not_exists,
+            share_location=args.share_location,
+        )
         for column in args.index or []:
             if column.lower() not in ms.get_table(db, name).indexes:
                 ms.create_index(db, name, column)
@@ -356,21 +362,24 @@ def cmd_add_partitions(args: argparse.Namespace, console: Console) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
-    _split_table(args.table)
-    try:
-        from sargable.spark.writer import vacuum
-    except ImportError as exc:
-        raise SargableError(f"vacuum lists files with sargable.spark: pip install 'sargable[spark]' ({exc})") from None
+    from sargable.vacuum import vacuum
+
+    db, name = _split_table(args.table)
     with _metastore(args) as ms, _progress() as progress:
         progress.add_task(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}")
-        orphans = vacuum(args.table, ms, dry_run=not args.delete, older_than=args.older_than)
+        result = vacuum(ms, db, name, dry_run=not args.delete, older_than=args.older_than)
+    files = list(result.deleted if args.delete else result.garbage)
+    kept = [{"file": path, "reason": reason} for path, reason in result.kept]
     if args.json:
-        _print_json({"table": args.table, "deleted": args.delete, "older_than": args.older_than, "files": orphans})
+        data = {"table": args.table, "deleted": args.delete, "older_than": args.older_than, "files": files}
+        _print_json({**data, "kept": kept})
         return
-    if not orphans:
+    if kept:
+        _print_rows(console, kept, title=f"{args.table}: left alone")
+    if not files:
         console.print(f"{args.table}: no unreferenced files older than {args.older_than:g} s")
         return
-    _print_rows(console, [{"file": path} for path in orphans], title=f"{args.table}: unreferenced files")
+    _print_rows(console, [{"file": path} for path in files], title=f"{args.table}: unreferenced files")
     console.print("deleted" if args.delete else "a dry run: --delete deletes them")
 
 
@@ -541,7 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("table", help="DB.TABLE")
     create.add_argument("--columns", help="data columns, e.g. 'user_id bigint, amount double'")
     create.add_argument("--partition-keys", help="partition keys in key order, e.g. 'ds date, hr int'")
-    create.add_argument("--location", help="table location (default: under the warehouse)")
+    create.add_argument(
+        "--location", help="table location (default: under the warehouse; a relative one is taken from here)"
+    )
+    create.add_argument("--share-location", action="store_true", help="allow a location overlapping another table's")
     create.add_argument("--index", action="append", metavar="KEY", help="a partition key to index (repeatable)")
     create.add_argument("--if-not-exists", action="store_true", help="no error if the table exists")
     create.add_argument("--json", action="store_true", help="print JSON")
@@ -626,6 +638,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as exc:
         _error(str(exc))
+        return 1
+    except Exception as exc:  # a bug, not bad input: still one line, never a traceback
+        _error(f"internal error ({type(exc).__name__}: {exc}); please report it")
         return 1
     return 0
 

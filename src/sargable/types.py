@@ -300,22 +300,22 @@ def parse_timestamp(text: str) -> dt.datetime:
         raise TypeCoercionError(f"{text!r} is not a valid timestamp: {exc}") from None
 
 
+_INTEGER_RE = re.compile(r"[+-]?[0-9]+\Z")
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+
+
 def _parse_number(text: str) -> Decimal | float:
-    stripped = text.strip()
-    lowered = stripped.lower()
+    """A number from its text: ASCII digits with an optional sign, point and exponent, or NaN / Infinity."""
+    lowered = text.lower()
     if lowered in ("nan", "+nan", "-nan"):
         return math.nan
     if lowered in ("inf", "+inf", "infinity", "+infinity"):
         return math.inf
     if lowered in ("-inf", "-infinity"):
         return -math.inf
-    try:
-        number = Decimal(stripped)
-    except InvalidOperation:
-        raise TypeCoercionError(f"{text!r} is not a number") from None
-    if not number.is_finite():
+    if not _NUMBER_RE.match(text):
         raise TypeCoercionError(f"{text!r} is not a number")
-    return number
+    return Decimal(text)
 
 
 def _decimal_fits(value: Decimal, dtype: DataType) -> bool:
@@ -374,6 +374,10 @@ def convert(value: Any, dtype: DataType) -> Any:
         raise TypeCoercionError(
             f"{dtype} values are stored and returned but never compared: no filter or partition value takes one"
         )
+    if isinstance(value, str) and name not in STRING_TYPES and (not value.isascii() or value != value.strip()):
+        raise TypeCoercionError(
+            f"{value!r} is not a valid {dtype}: typed values are written in ASCII, without surrounding spaces"
+        )
     try:
         if name in STRING_TYPES:
             if isinstance(value, str):
@@ -384,6 +388,8 @@ def convert(value: Any, dtype: DataType) -> Any:
                 return format_value(value, infer_type(value))
         elif name in INTEGER_RANGES:
             number = _as_number(value)
+            if isinstance(value, str) and not _INTEGER_RE.match(value):
+                raise TypeCoercionError(f"{value!r} is not an integer: write ASCII digits, with an optional sign")
             if number is not None:
                 if isinstance(number, float) and not number.is_integer():
                     raise TypeCoercionError(f"{value!r} is not an integer")

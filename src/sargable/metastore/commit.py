@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.metastore import files, partitions, totals
 from sargable.metastore.catalog import bump
-from sargable.metastore.filecodec import decode_header, encode_file
+from sargable.metastore.filecodec import encode_file
 from sargable.metastore.records import TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, FILES
 from sargable.stats import FileStats
@@ -48,15 +49,18 @@ def prepare(
     remove_files: Iterable[str],
     replace_partitions: Iterable[Any],
 ) -> Prepared:
-    """Validate and encode a commit's partitions and files against the table's definition."""
+    """Validate and encode a commit's partitions and files against the table's definition; file paths are stored in
+    their canonical form (`files.file_path`)."""
     new_partitions = [partitions.partition_values(table, spec) for spec in add_partitions]
     replaced = [partitions.partition_values(table, spec) for spec in replace_partitions]
     added = []
+    base = files.file_base(table)
     for file in add_files:
         if not isinstance(file, FileStats):
             raise MetastoreError(f"add_files takes FileStats records, got {type(file).__name__}")
-        if not isinstance(file.path, str) or not file.path:
-            raise MetastoreError(f"a file needs a non-empty path, got {file.path!r}")
+        path = files.file_path(file.path, table, base)
+        if path != file.path:
+            file = dataclasses.replace(file, path=path)
         values = partitions.partition_values(table, file.partition if file.partition is not None else {})
         added.append((values, file, encode_file(file, table)))
     removed = []
@@ -73,12 +77,11 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
     for values in change.replaced:
         dropped = totals.plus(dropped, files.delete_in(store, table, values))
     for path in change.removed:
-        path_key = files.path_key(table, path)
-        file_key = store.get(FILE_PATHS, path_key)
+        path_key, file_key = files.find_path(store, table, path)
         value = None if file_key is None else store.get(FILES, file_key)
         if file_key is None or value is None:
             raise NoSuchObjectError(f"file {path!r} is not part of {table.qualified_name}")
-        _, rows, size = decode_header(value)
+        _, rows, size = files.header(table, file_key, value)
         dropped = totals.plus(dropped, TableStats(0, 1, size, rows))
         store.delete(FILES, file_key)
         store.delete(FILE_PATHS, path_key)

@@ -14,7 +14,7 @@ from sargable.errors import AlreadyExistsError, MetastoreError
 from sargable.metastore.catalog import bump
 from sargable.metastore.layout import IndexLayout, layout_of
 from sargable.metastore.records import TableDefinition
-from sargable.metastore.schema import COVERED, INDEXES, PARTITIONS, key_range
+from sargable.metastore.schema import COVERED, DECODE_ERRORS, INDEXES, PARTITIONS, damaged, key_range
 from sargable.store import Store
 
 BATCH = 2000
@@ -44,7 +44,11 @@ def create_index(store: Store, table: TableDefinition, column: Any) -> TableDefi
     index = IndexLayout(layout.prefix, table.partition_keys, column)
     batch: list[tuple[bytes, bytes]] = []
     for key, value in store.scan(PARTITIONS, *key_range(layout.prefix)):
-        batch.append((index.key(layout.values(key)), COVERED + value))
+        try:
+            values = layout.values(key)
+        except DECODE_ERRORS as exc:
+            raise damaged(PARTITIONS, key, f"a partition of {table.qualified_name}", exc) from None
+        batch.append((index.key(values), COVERED + value))
         if len(batch) >= BATCH:
             store.put_many(INDEXES, batch)
             batch = []

@@ -12,16 +12,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sargable.errors import MetastoreError
+from sargable.errors import MetastoreError, NoSuchObjectError, PathError
 from sargable.expr import Expr
 from sargable.metastore import catalog
 from sargable.metastore.access import FilterExplain
 from sargable.metastore.caches import Caches
 from sargable.metastore.commit import CommitResult
+from sargable.metastore.files import path_key
 from sargable.metastore.partitions import PartitionSpec
 from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
-from sargable.metastore.schema import open_schema
+from sargable.metastore.schema import FILE_PATHS, open_schema
 from sargable.metastore.table import Table
+from sargable.paths import canonical_location, is_local, spellings
 from sargable.plan import FilterPlan
 from sargable.stats import FileStats
 from sargable.store import Store, open_store
@@ -36,20 +38,44 @@ def default_url() -> str:
 class Metastore:
     """Databases, tables, partitions and files kept in an ordered key-value store (SQLite or PostgreSQL)."""
 
-    def __init__(self, store: Store, warehouse: str | os.PathLike | None = None) -> None:
+    def __init__(self, store: Store, warehouse: str | os.PathLike | None = None, *, create: bool = True) -> None:
         self._store = store
-        self.warehouse = str(Path(warehouse or os.environ.get("SARGABLE_WAREHOUSE") or "warehouse").resolve())
-        self.store_id = open_schema(store).store_id
+        root = str(warehouse or os.environ.get("SARGABLE_WAREHOUSE") or "warehouse")
+        try:
+            root = canonical_location(root)
+        except PathError as exc:
+            raise MetastoreError(f"warehouse: {exc}") from None
+        self.warehouse = os.path.realpath(root) if is_local(root) else root
+        self.store_id = open_schema(store, create=create).store_id
         """A random id made when the store was set up (a store re-created at the same URL has another)."""
         self._caches = Caches()
 
     @classmethod
-    def open(cls, url: str | None = None, *, warehouse: str | os.PathLike | None = None) -> Metastore:
-        """Open (creating if needed) the metastore at `url`: `sqlite:///path` or `postgresql://...`."""
+    def open(
+        cls, url: str | None = None, *, warehouse: str | os.PathLike | None = None, create: bool = True
+    ) -> Metastore:
+        """Open the metastore at `url`: `sqlite:///path` or `postgresql://...`, creating it if needed.
+
+        With `create=False` it must exist already: a missing or empty SQLite file, or a database without a
+        metastore, is "no metastore at ..." and nothing is created. A SQLite file of another application is refused
+        either way, unchanged.
+        """
         url = url or default_url()
         if url.startswith("sqlite:///"):
-            Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        return cls(open_store(url), warehouse)
+            path = Path(url[len("sqlite:///") :].split("?", 1)[0]).expanduser()
+            if not create and (not path.is_file() or path.stat().st_size == 0):
+                reason = "the file is empty" if path.is_file() else "no such file"
+                raise NoSuchObjectError(f"no metastore at {path} ({reason})")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise MetastoreError(f"can't create the folder of the metastore {path}: {exc}") from None
+        store = open_store(url, create=create)
+        try:
+            return cls(store, warehouse, create=create)
+        except BaseException:
+            store.close()
+            raise
 
     @property
     def url(self) -> str:
@@ -121,10 +147,18 @@ class Metastore:
         *,
         if_not_exists: bool = False,
         index_all: bool = False,
+        share_location: bool = False,
     ) -> TableDefinition:
-        """Create a table; `index_all` adds a secondary index on every partition key but the first."""
+        """Create a table; `index_all` adds a secondary index on every partition key but the first.
+
+        The location (default `<database location>/<name>`) is stored absolute and canonical: a relative one is
+        resolved against the current directory now, as Spark does, so every later command sees the same folder. A
+        location that is a root, holds the warehouse or the metastore's files, or overlaps another table's is
+        refused; `share_location=True` allows the overlap (each table's vacuum still deletes nothing of the other's).
+        """
         return catalog.create_table(
             self._store,
+            self.warehouse,
             database,
             name,
             columns,
@@ -133,6 +167,7 @@ class Metastore:
             properties,
             if_not_exists=if_not_exists,
             index_all=index_all,
+            share_location=share_location,
         )
 
     def get_table(self, database: str, name: str) -> TableDefinition:
@@ -142,6 +177,20 @@ class Metastore:
     def list_tables(self, database: str | None = None) -> list[str]:
         """Table names of one database, or `db.table` names of all databases."""
         return catalog.list_tables(self._store, database)
+
+    def table_locations(self) -> dict[str, str]:
+        """Every table's location, by `db.table` name, from one scan of the catalog."""
+        return {table.qualified_name: table.location for table in catalog.all_tables(self._store)}
+
+    def tables_listing(self, path: str) -> list[str]:
+        """The tables (`db.table`) whose files include the canonical `path` under any spelling (`paths.spellings`),
+        read from one snapshot: what `sargable.deletion` asks right before it deletes a file."""
+        with self.snapshot():
+            return [
+                table.qualified_name
+                for table in catalog.all_tables(self._store)
+                if self._store.multi_get(FILE_PATHS, [path_key(table, spelling) for spelling in spellings(path)])
+            ]
 
     def drop_table(self, database: str, name: str) -> None:
         """Drop a table with its partitions, indexes and file entries (the files themselves stay on disk)."""

@@ -24,7 +24,7 @@ from sargable.metastore.records import (
     decode_partition_value,
     encode_partition_value,
 )
-from sargable.metastore.schema import COVERED, INDEXES, PARTITIONS, key_range
+from sargable.metastore.schema import COVERED, DECODE_ERRORS, INDEXES, PARTITIONS, damaged, key_range
 from sargable.metastore.totals import NO_CHANGE, plus
 from sargable.plan import FilterPlan, execute
 from sargable.store import Store
@@ -80,6 +80,11 @@ def partition_values(table: TableDefinition, spec: Any) -> tuple[Any, ...]:
             raise MetastoreError(
                 f"partition value {value!r} for column {column} ({dtype}) of {table.qualified_name}: {exc}"
             ) from None
+        if isinstance(values[-1], str) and "\x00" in values[-1]:
+            raise MetastoreError(
+                f"partition value {value!r} for column {column} of {table.qualified_name} holds a NUL character, "
+                "which no folder name can hold"
+            )
     return tuple(values)
 
 
@@ -148,7 +153,10 @@ def alter(
     raw = store.get(PARTITIONS, key)
     if raw is None:
         raise NoSuchObjectError(f"partition {_name(table, values)} of {table.qualified_name} does not exist")
-    old_location, old_params = decode_partition_value(raw)
+    try:
+        old_location, old_params = decode_partition_value(raw)
+    except DECODE_ERRORS as exc:
+        raise damaged(PARTITIONS, key, f"partition {_name(table, values)}", exc) from None
     new_location = location if location is not None else old_location
     new_params = {str(k): str(v) for k, v in parameters.items()} if parameters is not None else old_params
     stored = encode_partition_value(new_location, new_params)
@@ -224,11 +232,15 @@ def _from_rows(table: TableDefinition, layout: TableLayout, rows: Iterable[tuple
     """Partitions from their rows (key, stored value) in the partitions keyspace."""
     decode, size = layout.codec.decode, layout.size  # type: ignore[union-attr]
     for key, value in rows:
-        if value:
-            location, params = decode_partition_value(value)
-            yield Partition(table, decode(key[size:]), location, params)
-        else:
-            yield Partition(table, decode(key[size:]))
+        try:
+            if value:
+                location, params = decode_partition_value(value)
+                partition = Partition(table, decode(key[size:]), location, params)
+            else:
+                partition = Partition(table, decode(key[size:]))
+        except DECODE_ERRORS as exc:
+            raise damaged(PARTITIONS, key, f"a partition of {table.qualified_name}", exc) from None
+        yield partition
 
 
 def _get_one(
@@ -257,14 +269,20 @@ def _from_index(
     values_of = index.values
     rows = execute(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats)
     for key, value in rows:
-        values = values_of(key)
-        if value == COVERED:
-            yield Partition(table, values)
-        elif value[:1] == COVERED:
-            location, params = decode_partition_value(value[1:])
-            yield Partition(table, values, location, params)
-        else:
-            raw = store.get(PARTITIONS, layout.key(values))
-            if raw is not None:
-                location, params = decode_partition_value(raw)
-                yield Partition(table, values, location, params)
+        try:
+            values = values_of(key)
+            if value == COVERED:
+                partition = Partition(table, values)
+            elif value[:1] == COVERED:
+                partition = Partition(table, values, *decode_partition_value(value[1:]))
+            else:
+                partition = None
+        except DECODE_ERRORS as exc:
+            raise damaged(INDEXES, key, f"an index entry of {table.qualified_name}", exc) from None
+        if partition is None:
+            row_key = layout.key(values)
+            raw = store.get(PARTITIONS, row_key)
+            if raw is None:
+                continue
+            partition = next(_from_rows(table, layout, [(row_key, raw)]))
+        yield partition

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 
 from sargable import keys
-from sargable.errors import MetastoreError, StoreError
+from sargable.errors import DamagedMetastoreError, MetastoreError, NoSuchObjectError, SargableError, StoreError
 from sargable.metastore.layout import table_prefix
 from sargable.store import Store
 from sargable.types import STRING
@@ -40,6 +40,26 @@ COVERED = b"\x01"
 lookup needs no second read; an entry without it (written before entries carried the value) is looked up."""
 
 _SCHEMA_ROW = struct.Struct(">H16s")
+
+DECODE_ERRORS = (
+    ValueError,
+    KeyError,
+    TypeError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    struct.error,
+    SargableError,
+)
+"""What decoding a damaged stored value or key raises (JSON and UTF-8 errors are ValueErrors)."""
+
+
+def damaged(keyspace: str, key: bytes, what: str, exc: BaseException) -> DamagedMetastoreError:
+    """The error for a stored value (or key) that doesn't decode: names the keyspace, the key and what it holds."""
+    return DamagedMetastoreError(
+        f"the metastore is damaged: {keyspace} key {key.hex()} ({what}) does not decode ({type(exc).__name__}: "
+        f"{exc}); restore the metastore from a backup"
+    )
 
 
 @dataclass(frozen=True)
@@ -77,19 +97,22 @@ def stored_id(store: Store) -> str | None:
     return None if raw is None or len(raw) != _SCHEMA_ROW.size else _SCHEMA_ROW.unpack(raw)[1].hex()
 
 
-def open_schema(store: Store) -> StoreInfo:
+def open_schema(store: Store, *, create: bool = True) -> StoreInfo:
     """The store's schema row; a store without one gets its keyspaces and fixed rows first (idempotent, so stores
-    made before the row existed are upgraded in place)."""
+    made before the row existed are upgraded in place). With `create=False` a store without a catalog is
+    NoSuchObjectError, and nothing is created."""
     try:
         raw = store.get(CATALOG, SCHEMA_KEY)
     except StoreError:
         if CATALOG in store.keyspaces():
             raise
+        if not create:
+            raise NoSuchObjectError(f"no metastore at {store.url}: the database holds no sargable catalog") from None
         raw = None
     if raw is None:
         raw = _set_up(store)
     if len(raw) != _SCHEMA_ROW.size:
-        raise MetastoreError(f"{store.url}: the metastore's schema row is malformed ({len(raw)} bytes)")
+        raise damaged(CATALOG, SCHEMA_KEY, "the schema row", ValueError(f"{len(raw)} bytes, not {_SCHEMA_ROW.size}"))
     version, store_id = _SCHEMA_ROW.unpack(raw)
     if version > SCHEMA_VERSION:
         raise MetastoreError(

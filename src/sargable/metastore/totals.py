@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import struct
 
-from sargable.metastore.filecodec import decode_header
+from sargable.metastore.files import header
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import TableDefinition, TableStats
-from sargable.metastore.schema import CATALOG, FILES, PARTITIONS, key_range, stats_key
+from sargable.metastore.schema import CATALOG, FILES, PARTITIONS, damaged, key_range, stats_key
 from sargable.store import Store
 
 NO_CHANGE = TableStats(0, 0, 0, 0)
@@ -36,7 +36,14 @@ def start(store: Store, table_id: int) -> None:
 def read(store: Store, table: TableDefinition) -> TableStats | None:
     """The stored totals, or None for a table created before they were kept."""
     raw = store.get(CATALOG, stats_key(table.table_id))
-    return None if raw is None else TableStats(*_FORMAT.unpack(raw))
+    return None if raw is None else _decoded(table, raw)
+
+
+def _decoded(table: TableDefinition, raw: bytes) -> TableStats:
+    try:
+        return TableStats(*_FORMAT.unpack(raw))
+    except struct.error as exc:
+        raise damaged(CATALOG, stats_key(table.table_id), f"totals of {table.qualified_name}", exc) from None
 
 
 def store_counted(store: Store, table: TableDefinition) -> TableStats:
@@ -50,8 +57,8 @@ def count(store: Store, table: TableDefinition) -> TableStats:
     """The table's totals counted from its partition and file entries (a scan of both)."""
     prefix_range = key_range(table_prefix(table.table_id))
     files = size = rows = 0
-    for _, value in store.scan(FILES, *prefix_range):
-        _, row_count, size_bytes = decode_header(value)
+    for key, value in store.scan(FILES, *prefix_range):
+        _, row_count, size_bytes = header(table, key, value)
         files, size, rows = files + 1, size + size_bytes, rows + row_count
     return TableStats(store.count(PARTITIONS, *prefix_range), files, size, rows)
 
@@ -59,10 +66,16 @@ def count(store: Store, table: TableDefinition) -> TableStats:
 def change(store: Store, table: TableDefinition, delta: TableStats) -> None:
     """Add `delta` to the stored totals (inside the change's transaction, with the table's row locked).
 
-    A table without stored totals (created before they were kept) is left so: it is counted when read.
+    A table without stored totals (created before they were kept) is left so: it is counted when read. Totals that
+    the change would make negative were damaged: they are dropped, to be counted again on the next read.
     """
     if delta == NO_CHANGE:
         return
     current = read(store, table)
-    if current is not None:
-        store.put(CATALOG, stats_key(table.table_id), _FORMAT.pack(*plus(current, delta)))
+    if current is None:
+        return
+    total = plus(current, delta)
+    if min(total) < 0:
+        store.delete(CATALOG, stats_key(table.table_id))
+        return
+    store.put(CATALOG, stats_key(table.table_id), _FORMAT.pack(*total))

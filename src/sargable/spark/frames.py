@@ -22,8 +22,8 @@ from urllib.parse import quote
 
 from sargable.errors import SargableError
 from sargable.expr import render_sql
+from sargable.paths import canonical_location
 from sargable.scan import Scan
-from sargable.spark.files import normalize_location
 from sargable.spark.schema import table_struct
 
 SCAN_ATTRIBUTE = "sargable_scan"
@@ -80,7 +80,7 @@ def dataframe(spark: Any, scan: Scan, spark_filters: Sequence[Any] = ()) -> Any:
     if not files:
         df = spark.createDataFrame([], struct)
     elif len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
-        location = normalize_location(scan.table.location)
+        location = canonical_location(scan.table.location)
         df = spark.read.schema(struct).option("basePath", location).parquet(*[f.path for f in files])
     else:
         with _manifest(files) as uri:

@@ -114,6 +114,11 @@ class Store(ABC):
     # --- transactions ---------------------------------------------------------------------------------------
 
     @property
+    def files(self) -> tuple[str, ...]:
+        """The local files that hold the store (an embedded database and its side files); none for a server."""
+        return ()
+
+    @property
     def in_transaction(self) -> bool:
         """Whether a `transaction()` block is open on this store object."""
         return self._depth > 0
