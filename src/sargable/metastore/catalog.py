@@ -40,7 +40,7 @@ from sargable.metastore.schema import (
     stats_key,
     table_key,
 )
-from sargable.paths import canonical_location, is_local, is_within, join, parts_of
+from sargable.paths import canonical_location, is_local, is_within, join_path, parts_of
 from sargable.store import Store
 from sargable.types import STRING, DataType, parse_type
 
@@ -119,7 +119,7 @@ def create_database(store: Store, warehouse: str, name: str, location: str | Non
     resolved against the current directory now and stored absolute)."""
     name = check_name("database", name)
     key = database_key(name)
-    location = join(warehouse, f"{name}.db") if location is None else canonical(f"database {name}", location)
+    location = join_path(warehouse, f"{name}.db") if location is None else canonical(f"database {name}", location)
     with store.transaction():
         lock_catalog(store)
         if store.get(CATALOG, key) is not None:
@@ -197,7 +197,7 @@ def create_table(
         tables = list(all_tables(store))
         table_id = max([int.from_bytes(raw or b"", "big"), *(t.table_id for t in tables)]) + 1
         qualified = f"{db.name}.{name}"
-        table_location = canonical(f"table {qualified}", location or join(db.location, name))
+        table_location = canonical(f"table {qualified}", location or join_path(db.location, name))
         check_location(store, warehouse, qualified, table_location, share_location, tables)
         store.put(CATALOG, SEQUENCE_KEY, table_id.to_bytes(8, "big"))
         table = TableDefinition(

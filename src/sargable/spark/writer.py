@@ -36,7 +36,7 @@ from sargable.errors import DeletionRefusedError, NoSuchObjectError, SargableErr
 from sargable.fs import DATA_SUFFIX, DIRECTORY, FILE, STAGING_DIR, FileSystem, hidden
 from sargable.metastore import Metastore, Partition, TableDefinition
 from sargable.metastore.names import escape_path_name, parse_partition_name
-from sargable.paths import join, relative_parts
+from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
@@ -239,7 +239,7 @@ def _staged_files(fs: FileSystem, staging: str, table: TableDefinition) -> list[
                 f"Spark wrote {entry.path!r} into a folder, but {table.qualified_name} has no partitions"
             )
         spec = dict(zip(table.partition_key_names, values, strict=True))
-        items.append((entry.path, join(location, *rel), spec, entry.size))
+        items.append((entry.path, join_path(location, *rel), spec, entry.size))
     return sorted(items, key=lambda item: item[0])
 
 
@@ -302,8 +302,8 @@ def write(
         except DeletionRefusedError as exc:
             raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
         fs, location = deleter.fs, deleter.location
-        _check_staging_root(fs, join(location, STAGING_DIR))
-        staging = join(location, STAGING_DIR, uuid.uuid4().hex)
+        _check_staging_root(fs, join_path(location, STAGING_DIR))
+        staging = join_path(location, STAGING_DIR, uuid.uuid4().hex)
         moved: list[str] = []
         try:
             observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
