@@ -299,7 +299,7 @@ def test_entries_of_earlier_versions_are_kept_under_every_reading(ms: Metastore,
     table, location = new_table(ms)
     kept = [touch(location / "ds=a%2Fb" / "part-0.parquet"), touch(location / "ds=a" / "part-1.parquet")]
     spellings = [f"file://{kept[0]}", f"{location}/ds=a/./part-1.parquet", f"{location}/ds=x/../ds=a/part-1.parquet"]
-    monkeypatch.setattr("sargable.metastore.core.canonical_file_path", lambda path, base=None: path, raising=False)
+    monkeypatch.setattr("sargable.metastore.files.canonical_file_path", lambda path, base=None: path, raising=False)
     for index, spelling in enumerate(spellings):
         register(ms, table, spelling, {"ds": str(index)})
     monkeypatch.undo()

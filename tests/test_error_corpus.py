@@ -210,11 +210,11 @@ def test_empty_text_and_wrong_input_types() -> None:
     "build",
     [
         lambda: sg.col(""),
-        lambda: sg.Comparison("~=", sg.col("a"), sg.lit(1)),
-        lambda: sg.In(sg.col("a"), ()),
-        lambda: sg.Like(sg.col("a"), sg.lit("x%"), escape="ab"),
-        lambda: sg.And((sg.col("a") == 1,)),
-        lambda: sg.Or((sg.col("a") == 1,)),
+        lambda: sg.expr.Comparison("~=", sg.col("a"), sg.lit(1)),
+        lambda: sg.expr.In(sg.col("a"), ()),
+        lambda: sg.expr.Like(sg.col("a"), sg.lit("x%"), escape="ab"),
+        lambda: sg.expr.And((sg.col("a") == 1,)),
+        lambda: sg.expr.Or((sg.col("a") == 1,)),
     ],
     ids=["empty column name", "unknown operator", "empty IN", "two-character ESCAPE", "one-child AND", "one-child OR"],
 )

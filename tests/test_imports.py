@@ -18,22 +18,11 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = "sargable"
 
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        # issue 16 item 7: being removed by the helpers of this wave; empty this set as their branches merge.
-        frozenset({"sargable.spark.join", "sargable.spark.reader"}),
-    }
-)
-"""Cycles (as their sets of modules) that exist on main today and are fixed on other branches."""
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
+"""Cycles (as their sets of modules) that exist on main today and are fixed on other branches: none."""
 
-KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # issue 16 item 7: spark/join reads reader's and scan's private names; fixed by the Spark adapters rework.
-        ("sargable.spark.join", "sargable.spark.reader._REPORTS"),
-        ("sargable.spark.join", "sargable.spark.scan._text"),
-    }
-)
-"""(importer, private name) pairs that exist on main today and are fixed on other branches."""
+KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str]] = frozenset()
+"""(importer, private name) pairs that exist on main today and are fixed on other branches: none."""
 
 
 def _module_name(path: Path) -> str:

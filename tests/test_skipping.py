@@ -170,7 +170,7 @@ def test_large_in_lists_and_value_sets_agree(data: st.DataObject) -> None:
     values = pool + [row[name] for t in extra for row in t if row[name] is not None]
     if not values:
         values = [None]
-    predicate = sg.bind(sg.In(Column(name), tuple(lit(v) for v in values[:40]), data.draw(st.booleans())), schema)
+    predicate = sg.bind(sg.expr.In(Column(name), tuple(lit(v) for v in values[:40]), data.draw(st.booleans())), schema)
     _check_sound(predicate, schema, files)
     _check_agreement(predicate, schema, [f for f, _ in files])
 

@@ -71,7 +71,7 @@ def test_overwrite_never_deletes_through_a_climbing_path(spark: Any, ms: Metasto
     victim.parent.mkdir(parents=True, exist_ok=True)
     victim.write_bytes(b"precious")
     climbing = f"{location}/p=1/../../../x/victim.parquet"
-    monkeypatch.setattr("sargable.metastore.core.canonical_file_path", lambda path, base=None: path, raising=False)
+    monkeypatch.setattr("sargable.metastore.files.canonical_file_path", lambda path, base=None: path, raising=False)
     ms.add_files("shop", "climb", [sg.FileStats(climbing, 1, 4, partition={"p": 1})])
     monkeypatch.undo()
     result = write(ms, rows(spark, 2, 1), "shop.climb", mode="overwrite")

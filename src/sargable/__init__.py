@@ -1,7 +1,8 @@
 """sargable: partition pruning, filter pushdown and data skipping for big partitioned tables.
 
-The public API (see DESIGN.md): `parse`/`render`/`dumps`/`loads` for predicates, `Metastore` for partitions and
-files, `may_match`/`select_files`/`decompose` for pushdown, and `sargable.spark` for the PySpark pipeline.
+The public API (see docs/api.md): `parse`/`render`/`dumps`/`loads` for predicates (node classes in
+`sargable.expr`), `Metastore` and its `Table` handle for partitions and files, `Table.scan` -> `Scan` for what a
+query reads, `may_match`/`select_files`/`decompose` for pushdown, and `sargable.spark` for the PySpark pipeline.
 """
 
 from sargable.analyze import Decomposed, PredicateAnalyzer, SearchCondition, decompose
@@ -29,22 +30,12 @@ from sargable.errors import (
 from sargable.expr import (
     FALSE,
     TRUE,
-    And,
-    Between,
-    Column,
-    Comparison,
+    BoundFilter,
     Expr,
-    Func,
-    In,
-    IsNull,
-    Like,
-    Literal,
-    Not,
-    Or,
-    Regex,
     SearchArgument,
     and_,
     bind,
+    bind_filter,
     col,
     dumps,
     evaluate,
@@ -60,9 +51,18 @@ from sargable.expr import (
     to_nnf,
     to_sarg,
 )
-from sargable.metastore import Metastore, Partition, Table, TableStats
+from sargable.metastore import (
+    CommitResult,
+    FilterExplain,
+    Metastore,
+    Partition,
+    Table,
+    TableDefinition,
+    TableStats,
+)
 from sargable.parquet_stats import stats_from_arrow, stats_from_parquet
 from sargable.plan import FilterPlan, ScanMarker, ScanPlan
+from sargable.scan import KeySet, Scan, ScanReport
 from sargable.skipping import FileStatsTable, Truth, TruthValue, file_truth, may_match, select_files, truth_value
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import DataType, parse_type
@@ -73,13 +73,11 @@ __all__ = [
     "FALSE",
     "TRUE",
     "AlreadyExistsError",
-    "And",
-    "Between",
     "BindError",
-    "Column",
+    "BoundFilter",
     "ColumnStats",
     "CommitConflictError",
-    "Comparison",
+    "CommitResult",
     "DamagedMetastoreError",
     "DataType",
     "Decomposed",
@@ -88,41 +86,39 @@ __all__ = [
     "ExpressionTooComplexError",
     "FileStats",
     "FileStatsTable",
+    "FilterExplain",
     "FilterPlan",
     "FilterSyntaxError",
-    "Func",
-    "In",
     "InvalidExpressionError",
-    "IsNull",
     "KeyEncodingError",
-    "Like",
-    "Literal",
+    "KeySet",
     "Metastore",
     "MetastoreError",
     "NoSuchObjectError",
-    "Not",
-    "Or",
     "Partition",
     "PathError",
     "PatternError",
     "PredicateAnalyzer",
     "PushdownError",
-    "Regex",
     "SargableError",
+    "Scan",
     "ScanMarker",
     "ScanPlan",
+    "ScanReport",
     "SearchArgument",
     "SearchCondition",
     "SerializationError",
     "StatisticsError",
     "StoreError",
     "Table",
+    "TableDefinition",
     "TableStats",
     "Truth",
     "TruthValue",
     "TypeCoercionError",
     "and_",
     "bind",
+    "bind_filter",
     "col",
     "decompose",
     "dumps",

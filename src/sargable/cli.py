@@ -31,6 +31,7 @@ from sargable.types import DataType, convert, parse_type
 
 if TYPE_CHECKING:
     from sargable.metastore import Metastore
+    from sargable.scan import Scan
 
 
 class UsageError(SargableError):
@@ -75,8 +76,7 @@ def _split_table(text: str) -> tuple[str, str]:
 
 def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
     """The metastore of `--metastore` (or the default); a SQLite file must exist unless the command creates."""
-    from sargable.metastore import Metastore
-    from sargable.metastore.core import default_url
+    from sargable.metastore import Metastore, default_url
 
     url = args.metastore or default_url()
     try:
@@ -132,14 +132,39 @@ def _explain_filter(text: str, schema: str | None, dialect: str) -> dict[str, An
     return out
 
 
+def _scan_explained(scan: Scan) -> dict[str, Any]:
+    """What `explain DB.TABLE FILTER` shows of a scan: its parts, how the partitions were found, what it read."""
+    report, search = scan.report, scan.partition_search
+    data: dict[str, Any] = {
+        "table": report.table,
+        "filter": report.filter,
+        "partition_filter": report.partition_filter,
+        "access_path": report.access or "every partition (no partition filter)",
+        "plan": None if search is None else search.plan,
+        "candidates": None if search is None else search.candidates,
+        "keys_examined": None if search is None else search.keys_examined,
+        "partitions_returned": report.partitions_selected,
+        "partitions_total": report.partitions_total,
+        "file_filter": report.file_filter,
+        "files_selected": report.files_selected,
+        "files_total": report.files_total,
+        "bytes_selected": report.bytes_selected,
+        "bytes_total": report.bytes_total,
+        "residual": report.residual,
+        "elapsed_ms": report.planning_ms,
+    }
+    return {key: value for key, value in data.items() if value is not None}
+
+
 def cmd_explain(args: argparse.Namespace, console: Console) -> None:
     if args.filter is None:
         data = _explain_filter(args.target, args.schema, args.dialect)
         title = "filter"
     else:
         db, table = _split_table(args.target)
-        with _metastore(args) as ms:
-            data = ms.explain_filter(db, table, args.filter, dialect=args.dialect).to_dict()
+        with _metastore(args) as ms, ms.snapshot():
+            scan = ms.table(db, table).scan(args.filter, dialect=args.dialect)
+        data = _scan_explained(scan)
         title = f"{db}.{table}"
     if args.json:
         _print_json(data)
@@ -218,9 +243,9 @@ def cmd_partitions(args: argparse.Namespace, console: Console) -> None:
     db, table = _split_table(args.table)
     if args.limit is not None and args.limit < 0:
         raise SargableError(f"--limit must be 0 or more, got {args.limit}")
-    with _metastore(args) as ms:
-        parts = ms.iter_partitions(db, table, args.filter, dialect=args.dialect)
-        rows = [{"name": p.name, "location": p.location} for p in itertools.islice(parts, args.limit)]
+    with _metastore(args) as ms, ms.snapshot():
+        parts = ms.table(db, table).partitions(args.filter, max_parts=args.limit, dialect=args.dialect)
+        rows = [{"name": p.name, "location": p.location} for p in parts]
     if args.json:
         _print_json(rows)
     else:

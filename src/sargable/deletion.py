@@ -27,8 +27,16 @@ from contextlib import contextmanager
 
 from sargable.errors import DeletionRefusedError, PathError, SargableError
 from sargable.fs import DIRECTORY, FILE, FileSystem
-from sargable.metastore import Metastore, Table
-from sargable.paths import canonical_file_path, canonical_location, is_local, is_within, join, parts_of, relative_parts
+from sargable.metastore import Metastore, TableDefinition
+from sargable.paths import (
+    canonical_file_path,
+    canonical_location,
+    is_local,
+    is_within,
+    join_path,
+    parts_of,
+    relative_parts,
+)
 
 _NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -45,7 +53,7 @@ def _forms(path: str) -> set[str]:
 class Deleter:
     """Deletes files of one table, each only after every check of the module docstring."""
 
-    def __init__(self, ms: Metastore, table: Table) -> None:
+    def __init__(self, ms: Metastore, table: TableDefinition) -> None:
         self.ms = ms
         self.table = table
         name = table.qualified_name
@@ -141,7 +149,7 @@ class Deleter:
                     return None if delete else "it does not exist"
                 if not stat.S_ISREG(st.st_mode):
                     return "it is a symlink, not a regular file" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-                reason = self._refusal(path, join(self.real_location, *parts), st)
+                reason = self._refusal(path, join_path(self.real_location, *parts), st)
                 if reason is not None or not delete:
                     return reason
                 os.unlink(parts[-1], dir_fd=folder)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pyarrow import fs as pafs
 
 from sargable.errors import SargableError
-from sargable.paths import canonical_location, is_local, join, relative_parts
+from sargable.paths import canonical_location, is_local, join_path, relative_parts
 
 DATA_SUFFIX = ".parquet"
 STAGING_DIR = "_sargable_staging"
@@ -85,10 +85,10 @@ class FileSystem:
 
     def native(self, path: str) -> str:
         """pyarrow's path of a path at or below the location."""
-        return join(self.root, *relative_parts(path, self.location))
+        return join_path(self.root, *relative_parts(path, self.location))
 
     def _public(self, native: str) -> str:
-        return join(self.location, *relative_parts(native, self.root))
+        return join_path(self.location, *relative_parts(native, self.root))
 
     def info(self, path: str) -> Entry | None:
         """The entry of one path, a symlink reported as itself (not its target); None when nothing is there."""
@@ -118,7 +118,7 @@ class FileSystem:
         if self.local:
             try:
                 with os.scandir(folder) as it:
-                    return [_local_entry(join(folder, e.name), e.stat(follow_symlinks=False)) for e in it]
+                    return [_local_entry(join_path(folder, e.name), e.stat(follow_symlinks=False)) for e in it]
             except (FileNotFoundError, NotADirectoryError):
                 return []
         selector = pafs.FileSelector(self.native(folder), recursive=False, allow_not_found=True)

@@ -621,22 +621,23 @@ def _fixed_lines(k: int, codec: _Codec, ordinal: str, env: dict[str, Any]) -> li
     ]
 
 
-_TUPLE_CODECS: dict[tuple[DataType | str, ...], TupleCodec] = {}
+@lru_cache(maxsize=4096)
+def _tuple_codec(types: tuple[DataType | str, ...]) -> TupleCodec:
+    return TupleCodec(types)
 
 
 def tuple_codec(types: Sequence[DataType | str]) -> TupleCodec:
-    """The (cached) codec of a key schema."""
+    """The codec of a key schema (the 4,096 most recently used are kept)."""
+    if types.__class__ is list:
+        types = tuple(types)
+    elif types.__class__ is not tuple:
+        if not _is_sequence(types):
+            raise KeyEncodingError(f"key types must be a sequence of types, got {types!r}")
+        types = tuple(types)
     try:
-        return _TUPLE_CODECS[types if types.__class__ is tuple else tuple(types)]  # type: ignore[index]
-    except (KeyError, TypeError):
-        pass
-    if not _is_sequence(types):
-        raise KeyEncodingError(f"key types must be a sequence of types, got {types!r}")
-    codec = TupleCodec(types)
-    if len(_TUPLE_CODECS) >= 4096:
-        _TUPLE_CODECS.clear()
-    _TUPLE_CODECS[tuple(types)] = codec
-    return codec
+        return _tuple_codec(types)  # type: ignore[arg-type]
+    except TypeError:
+        return TupleCodec(types)
 
 
 # --- public functions ------------------------------------------------------------------------------------------

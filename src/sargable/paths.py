@@ -135,7 +135,7 @@ def relative_parts(path: str, location: str) -> tuple[str, ...]:
     return parts_of(path)[1][len(parts_of(location)[1]) :]
 
 
-def join(location: str, *parts: str) -> str:
+def join_path(location: str, *parts: str) -> str:
     """`location/part/...` (parts are single components or relative paths with forward slashes)."""
     return posixpath.join(location.rstrip("/") or "/", *parts)
 

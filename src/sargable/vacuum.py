@@ -26,7 +26,7 @@ from sargable.deletion import Deleter
 from sargable.errors import PathError, SargableError
 from sargable.fs import DIRECTORY, FILE, STAGING_DIR, SYMLINK, Entry, hidden
 from sargable.metastore import Metastore
-from sargable.paths import canonical_location, is_within, join, relative_parts, stored_forms
+from sargable.paths import canonical_location, is_within, join_path, relative_parts, stored_forms
 
 
 def _canonical(locations: list[str]) -> list[str]:
@@ -80,7 +80,7 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
             return False
         return parts[0] == STAGING_DIR or not any(hidden(part) for part in parts)
 
-    staging = join(location, STAGING_DIR)
+    staging = join_path(location, STAGING_DIR)
     top = deleter.fs.info(staging)
     old_folders = [staging] if top is not None and top.kind == DIRECTORY and top.changed <= cutoff else []
     garbage: list[str] = []

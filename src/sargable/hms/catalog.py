@@ -16,7 +16,7 @@ from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.expr import Expr, and_, col, or_
-from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table
+from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, TableDefinition
 from sargable.metastore.names import value_from_name
 from sargable.types import DataType
 
@@ -30,7 +30,7 @@ class NewPartition:
     parameters: Mapping[str, str]
 
 
-def _values_filter(table: Table, values: Sequence[str], *, partial: bool) -> Expr:
+def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
     """Equality on each given value (`__HIVE_DEFAULT_PARTITION__` is IS NULL); with `partial`, '' means any value."""
     keys = table.partition_key_names
     if len(values) > len(keys) or (not partial and len(values) != len(keys)):
@@ -47,7 +47,7 @@ def _values_filter(table: Table, values: Sequence[str], *, partial: bool) -> Exp
     return and_(*terms)
 
 
-def typed_values(table: Table, values: Sequence[str]) -> tuple[Any, ...]:
+def typed_values(table: TableDefinition, values: Sequence[str]) -> tuple[Any, ...]:
     """Typed partition values from Hive strings, as the metastore stores them ('' of a string key is NULL)."""
     if len(values) != len(table.partition_keys):
         raise MetastoreError(
@@ -79,9 +79,8 @@ class Catalog:
         self.metastore.create_database(name, location=location or None)
 
     def database_location(self, name: str) -> str:
-        """The database's location (raises NoSuchObjectError). The metastore has no public read of a database
-        record yet: this is the one use of its private reader, to go with the Table handle's catalog."""
-        return self.metastore._database(name)["location"]
+        """The database's location (raises NoSuchObjectError)."""
+        return self.metastore.get_database(name).location
 
     def list_databases(self) -> list[str]:
         return self.metastore.list_databases()
@@ -99,10 +98,10 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
-    ) -> Table:
+    ) -> TableDefinition:
         return self.metastore.create_table(database, name, columns, partition_keys, location, properties)
 
-    def get_table(self, database: str, name: str) -> Table:
+    def get_table(self, database: str, name: str) -> TableDefinition:
         return self.metastore.get_table(database, name)
 
     def list_tables(self, database: str) -> list[str]:
@@ -120,7 +119,7 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
-    ) -> Table:
+    ) -> TableDefinition:
         """Alter a table (rename, columns, location, properties) by re-creating it in one transaction with its
         partitions (values, explicit locations, parameters), files and secondary indexes. O(partitions + files):
         the metastore can't change a table's definition in place yet."""

@@ -21,7 +21,7 @@ from sargable.hms.extras import (
     encode_table,
     is_reserved,
 )
-from sargable.metastore import DEFAULT_PARTITION_NAME, Partition, Table, partition_name
+from sargable.metastore import DEFAULT_PARTITION_NAME, Partition, TableDefinition, partition_name
 from sargable.types import DataType, format_value, parse_type
 
 DDL_TIME = "transient_lastDdlTime"
@@ -37,7 +37,7 @@ PARQUET = Storage(
 
 
 @dataclass(frozen=True)
-class TableDefinition:
+class NewTable:
     """What `create_table` / `replace_table` take, from a Thrift `Table`."""
 
     database: str
@@ -73,7 +73,7 @@ def _storage(sd: Any) -> Storage:
     )
 
 
-def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
+def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
     """A Thrift `Table` as sargable's create arguments: scalar columns typed, everything else in the extras."""
     if not tbl.dbName or not tbl.tableName:
         raise MetastoreError("a table needs dbName and tableName")
@@ -89,9 +89,12 @@ def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
     partition_keys = []
     for field in tbl.partitionKeys or []:
         try:
-            partition_keys.append((field.name, parse_type(field.type)))
+            dtype = parse_type(field.type)
         except TypeCoercionError as exc:
             raise MetastoreError(f"partition column {field.name!r}: {exc}") from None
+        if not dtype.is_orderable:
+            raise MetastoreError(f"partition column {field.name!r} is of type {dtype}, which can't key partitions")
+        partition_keys.append((field.name, dtype))
     params = _check_parameters("table", tbl.parameters)
     params.setdefault(DDL_TIME, str(now if now is not None else int(time.time())))
     extras = TableExtras(
@@ -109,7 +112,7 @@ def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
         partition_comments={f.name: f.comment for f in tbl.partitionKeys or [] if f.comment},
         has_location=tbl.tableType != VIRTUAL_VIEW,
     )
-    return TableDefinition(
+    return NewTable(
         database=tbl.dbName,
         name=tbl.tableName,
         columns=columns,
@@ -122,7 +125,7 @@ def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
 class TableView:
     """One table as the Thrift API shows it; builds its partitions' Thrift objects sharing the table's parts."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableDefinition) -> None:
         self.table = table
         extras, self.parameters = decode_table(table.properties)
         self.extras = extras or TableExtras(storage=PARQUET, table_type="EXTERNAL_TABLE")
@@ -210,7 +213,7 @@ class TableView:
         return f"{self.table.location.rstrip('/')}/{name}"
 
 
-def hive_values(table: Table, values: Sequence[Any]) -> list[str]:
+def hive_values(table: TableDefinition, values: Sequence[Any]) -> list[str]:
     """Typed partition values as the Hive strings clients expect."""
     return [
         DEFAULT_PARTITION_NAME if value is None else format_value(value, dtype)

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from sargable.errors import MetastoreError, SargableError
-from sargable.metastore.records import Table
+from sargable.metastore.records import TableDefinition
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import INTEGER_RANGES, DataType, convert, format_value
 
@@ -27,7 +27,7 @@ _SET_FIELDS = ("distinct",)
 _STATS_FIELDS = frozenset(f.name for f in dataclasses.fields(ColumnStats))
 
 
-def _column_types(table: Table) -> dict[str, DataType]:
+def _column_types(table: TableDefinition) -> dict[str, DataType]:
     return {name: dtype for name, dtype in table.schema}
 
 
@@ -35,7 +35,7 @@ def _encode_value(value: Any, dtype: DataType) -> Any:
     return None if value is None else format_value(value, dtype)
 
 
-def encode_file(file: FileStats, table: Table) -> bytes:
+def encode_file(file: FileStats, table: TableDefinition) -> bytes:
     """JSON bytes of a FileStats record (its partition is in the key, not here)."""
     types = _column_types(table)
     columns: dict[str, dict[str, Any]] = {}
@@ -105,7 +105,7 @@ def _value_decoder(dtype: DataType) -> Callable[[Any], Any]:
 
 
 def decode_file(
-    data: bytes, table: Table, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
+    data: bytes, table: TableDefinition, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
 ) -> FileStats:
     """A FileStats record from its stored bytes, with the statistics of `columns` only (None: of every column)."""
     raw = json.loads(data)

@@ -1,4 +1,5 @@
-"""What the metastore returns: `Table` and `Partition` records, and their stored (JSON) form."""
+"""What the metastore returns: `Database`, `TableDefinition`, `Partition` and `TableStats` records, and their stored
+forms."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from sargable.types import DataType, parse_type
 
 
 @dataclass(frozen=True)
-class Table:
-    """A table's definition: data columns, partition keys (in key order), location, properties, indexes, version."""
+class Database:
+    """A database's record: its name and the location its tables default under."""
+
+    name: str
+    location: str
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """A table's definition as the catalog stores it: data columns, partition keys (in key order), location,
+    properties, indexes and version (the `Table` handle of `Metastore.table` reads through one)."""
 
     database: str
     name: str
@@ -56,7 +66,7 @@ class Table:
         ).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> Table:
+    def from_json(cls, data: bytes) -> TableDefinition:
         """The table of its stored form; anything but what `to_json` writes raises ValueError saying what is wrong."""
         raw = _object(data)
         columns = _columns(_pairs(raw.get("columns"), "columns"))
@@ -82,7 +92,7 @@ class Table:
 
 
 class TableStats(NamedTuple):
-    """Totals of a whole table, kept by the metastore with every change (`Metastore.table_stats`)."""
+    """Totals of a whole table, kept by the metastore with every change (`Table.stats`)."""
 
     partitions: int
     files: int
@@ -131,7 +141,11 @@ class Partition:
     __slots__ = ("_location", "_name", "_parameters", "table", "values")
 
     def __init__(
-        self, table: Table, values: tuple[Any, ...], location: str | None = None, parameters: dict | None = None
+        self,
+        table: TableDefinition,
+        values: tuple[Any, ...],
+        location: str | None = None,
+        parameters: dict | None = None,
     ) -> None:
         self.table = table
         self.values = values

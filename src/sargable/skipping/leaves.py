@@ -30,6 +30,7 @@ from typing import Any
 from sargable.domain import EMPTY, INCOMPARABLE, Interval, bound, exact_value, intersect
 from sargable.errors import PushdownError, SargableError
 from sargable.expr.bind import bind
+from sargable.expr.bound import BoundFilter
 from sargable.expr.evaluate import COMPARISON_RESULT, compare_values, literal_value
 from sargable.expr.like import like_prefix, like_to_regex, prefix_successor
 from sargable.expr.nodes import (
@@ -491,8 +492,19 @@ def _parsed(text: str) -> Expr:
     return parse(text)
 
 
-def compile_predicate(expr: Expr | str, schema: Any) -> Program:
-    """Bind `expr` to `schema` and compile it for data skipping (cached per expression and schema)."""
+@lru_cache(maxsize=256)
+def _compile_bound(bound: BoundFilter) -> Program:
+    """Compile a filter bound at the edge: its normalized form, neither bound nor normalized again."""
+    steps = _linearize(_compile_tree(bound.normalized))
+    columns = frozenset(item.column for op, item in steps if op == "leaf")
+    return Program(steps, columns)
+
+
+def compile_predicate(expr: Expr | str | BoundFilter, schema: Any) -> Program:
+    """Bind `expr` to `schema` and compile it for data skipping (cached per expression and schema); a
+    `BoundFilter` is compiled as it is."""
+    if isinstance(expr, BoundFilter):
+        return _compile_bound(expr)
     if isinstance(expr, str):
         expr = _parsed(expr)
     if not isinstance(expr, Expr):

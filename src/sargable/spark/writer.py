@@ -24,8 +24,8 @@ import pickle
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +34,9 @@ from rich.console import Console
 from sargable.deletion import Deleter
 from sargable.errors import DeletionRefusedError, NoSuchObjectError, SargableError
 from sargable.fs import DATA_SUFFIX, DIRECTORY, FILE, STAGING_DIR, FileSystem, hidden
-from sargable.metastore import Metastore, Partition, Table
+from sargable.metastore import Metastore, Partition, TableDefinition
 from sargable.metastore.names import escape_path_name, parse_partition_name
-from sargable.paths import join, relative_parts
+from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
@@ -46,7 +46,6 @@ from sargable.types import DataType
 from sargable.vacuum import vacuum as run_vacuum
 
 MODES = ("append", "overwrite")
-_TIMESTAMP_TYPE_CONF = "spark.sql.parquet.outputTimestampType"
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,7 @@ def _check_partition_by(partition_by: Any, fields: dict[str, Any]) -> list[str]:
     return [fields[c.lower()].name for c in partition_by]
 
 
-def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list[str]) -> Table:
+def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list[str]) -> TableDefinition:
     """The existing table (checking the partition keys), or a new one with the DataFrame's schema."""
     fields = _fields_by_name(df)
     try:
@@ -125,7 +124,7 @@ def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list
     return table
 
 
-def _aligned(df: Any, table: Table) -> Any:
+def _aligned(df: Any, table: TableDefinition) -> Any:
     """The DataFrame's columns in table order, cast to the table's types; missing data columns as NULL."""
     from pyspark.sql import functions as F
 
@@ -144,7 +143,9 @@ def _aligned(df: Any, table: Table) -> Any:
     return df.select(*out)
 
 
-def _footer_stats(spark: Any, items: list[tuple[str, str, dict[str, Any], int]], table: Table) -> list[FileStats]:
+def _footer_stats(
+    spark: Any, items: list[tuple[str, str, dict[str, Any], int]], table: TableDefinition
+) -> list[FileStats]:
     """Statistics of the staged files, read from their footers by a Spark job (on the executors).
 
     The job is a Python UDF over `spark.range(len(items))`, not an RDD, so it runs the same way from a classic
@@ -163,28 +164,29 @@ def _footer_stats(spark: Any, items: list[tuple[str, str, dict[str, Any], int]],
 
 
 def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns: Sequence[tuple[str, DataType]]) -> Any:
-    """A picklable function for executors: item index -> pickled FileStats read from that staged file's footer."""
+    """A picklable function for executors: item index -> pickled FileStats read from that staged file's footer.
+
+    Timestamp columns that Spark wrote as INT96 (its default `spark.sql.parquet.outputTimestampType`, left as the
+    session has it) have no usable footer statistics: those columns' statistics are computed from their data (only
+    theirs are read).
+    """
 
     def task(index: int) -> bytes:
-        from sargable.parquet_stats import stats_from_parquet
+        import pyarrow.parquet as pq
+
+        from sargable.parquet_stats import stats_from_arrow, stats_from_parquet
 
         staged, final, spec, size = items[index]
         stats = stats_from_parquet(staged, list(columns))
+        int96 = {c.name for c in pq.ParquetFile(staged).schema if c.physical_type == "INT96"}
+        typed = [(name, dtype) for name, dtype in columns if name in int96]
+        if typed:
+            data = pq.read_table(staged, columns=[name for name, _ in typed], coerce_int96_timestamp_unit="us")
+            computed = stats_from_arrow(data, staged, schema=typed).columns
+            stats = dataclasses.replace(stats, columns={**stats.columns, **computed})
         return pickle.dumps(dataclasses.replace(stats, path=final, partition=spec, size_bytes=size))
 
     return task
-
-
-@contextmanager
-def _timestamp_micros(spark: Any) -> Iterator[None]:
-    """Write timestamps as TIMESTAMP_MICROS (not INT96, whose footer statistics are unusable) for one write."""
-    conf = spark.conf
-    previous = conf.get(_TIMESTAMP_TYPE_CONF)
-    conf.set(_TIMESTAMP_TYPE_CONF, "TIMESTAMP_MICROS")
-    try:
-        yield
-    finally:
-        conf.set(_TIMESTAMP_TYPE_CONF, previous)
 
 
 def _status(console: Console | None, message: str) -> AbstractContextManager:
@@ -210,7 +212,7 @@ def _check_staging_root(fs: FileSystem, staging_root: str) -> None:
         )
 
 
-def _staged_files(fs: FileSystem, staging: str, table: Table) -> list[tuple[str, str, dict[str, Any], int]]:
+def _staged_files(fs: FileSystem, staging: str, table: TableDefinition) -> list[tuple[str, str, dict[str, Any], int]]:
     """(staged path, final path, partition spec, size) of every data file Spark wrote.
 
     Everything in the staging folder must be accounted for: data files in partition folders of the table's keys,
@@ -237,7 +239,7 @@ def _staged_files(fs: FileSystem, staging: str, table: Table) -> list[tuple[str,
                 f"Spark wrote {entry.path!r} into a folder, but {table.qualified_name} has no partitions"
             )
         spec = dict(zip(table.partition_key_names, values, strict=True))
-        items.append((entry.path, join(location, *rel), spec, entry.size))
+        items.append((entry.path, join_path(location, *rel), spec, entry.size))
     return sorted(items, key=lambda item: item[0])
 
 
@@ -300,8 +302,8 @@ def write(
         except DeletionRefusedError as exc:
             raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
         fs, location = deleter.fs, deleter.location
-        _check_staging_root(fs, join(location, STAGING_DIR))
-        staging = join(location, STAGING_DIR, uuid.uuid4().hex)
+        _check_staging_root(fs, join_path(location, STAGING_DIR))
+        staging = join_path(location, STAGING_DIR, uuid.uuid4().hex)
         moved: list[str] = []
         try:
             observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
@@ -309,8 +311,7 @@ def write(
             writer = observed.write.mode("error")
             if tbl.partition_keys:
                 writer = writer.partitionBy(*tbl.partition_key_names)
-            with _timestamp_micros(df.sparkSession):
-                writer.parquet(staging)
+            writer.parquet(staging)
             spark_rows = observation.get["rows"]
             with _status(console, f"listing the files written to {tbl.qualified_name}"):
                 items = _staged_files(fs, staging, tbl)
@@ -342,21 +343,21 @@ def write(
 
 
 def _commit(
-    ms: Metastore, table: Table, files: list[FileStats], specs: list[dict[str, Any]], mode: str
+    ms: Metastore, table: TableDefinition, files: list[FileStats], specs: list[dict[str, Any]], mode: str
 ) -> tuple[int, list[str]]:
     """Commit the files; returns the new version and the paths an overwrite replaced (to delete afterwards)."""
     db, name = table.database, table.name
     if mode == "append":
         if not files:
             return ms.get_table(db, name).version, []
-        return ms.commit(db, name, add_files=files)["version"], []
+        return ms.commit(db, name, add_files=files).version, []
     current = ms.get_table(db, name)
     replace = specs if current.partition_keys else []
     old = [f.path for f in ms.list_files(db, name, [Partition(current, tuple(s.values())) for s in replace])]
     if not files and not old:
         return current.version, []
     result = ms.commit(db, name, add_files=files, replace_partitions=replace, expected_version=current.version)
-    return result["version"], old
+    return result.version, old
 
 
 def vacuum(
