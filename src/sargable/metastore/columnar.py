@@ -1,0 +1,131 @@
+"""Partitions as Arrow record batches: the listing for callers that take many partitions at once.
+
+`Table.partition_batches` yields one batch per store page, in key order, with the columns
+
+    values      struct<KEY: T, ...>      the partition's values, a field per partition key in key order, each of the
+                                         Arrow type of its Hive type (`arrow_type`); a NULL value is a NULL field
+    name        string                   the Hive name, `ds=2024-01-01/hr=3` (escaped; NULL is
+                                         `__HIVE_DEFAULT_PARTITION__`), as `Partition.name`
+    location    string                   where its files live, as `Partition.location`
+    parameters  map<string, string>      its parameters; NULL when it has none
+
+so a batch holds what the `Partition` objects of its page would, without a Python object per partition: the keys
+are decoded a page at a time (`sargable.keycolumns`), and names are formatted once per distinct value of each
+partition key (`value_to_name`, the function `Partition.name` uses), so both forms always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sargable.keycolumns import decode_arrow
+from sargable.metastore.names import DEFAULT_PARTITION_NAME, ESCAPE_PATTERN, escape_path_name, value_to_name
+from sargable.metastore.partitions import Page
+from sargable.metastore.records import TableDefinition
+from sargable.skipping.table import arrow_type
+from sargable.types import DataType
+
+PARAMETERS_TYPE = pa.map_(pa.string(), pa.string())
+
+
+def batch_schema(table: TableDefinition) -> pa.Schema:
+    """The schema of a table's partition batches."""
+    values = pa.struct([(name, arrow_type(dtype)) for name, dtype in table.partition_keys])
+    return pa.schema(
+        [
+            pa.field("values", values, nullable=False),
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("location", pa.string(), nullable=False),
+            ("parameters", PARAMETERS_TYPE),
+        ]
+    )
+
+
+def arrow_table(table: TableDefinition, batches: Iterable[pa.RecordBatch]) -> pa.Table:
+    """One Arrow table of a table's partition batches."""
+    return pa.Table.from_batches(list(batches), batch_schema(table))
+
+
+def record_batch(page: Page) -> pa.RecordBatch:
+    """The partitions of one page as a record batch (`batch_schema`)."""
+    table = page.table
+    schema = batch_schema(table)
+    columns = _value_columns(page)
+    texts = [_value_names(column, dtype) for column, (_, dtype) in zip(columns, table.partition_keys, strict=True)]
+    separators = [("/" if i else "") + escape_path_name(name) + "=" for i, (name, _) in enumerate(table.partition_keys)]
+    names = _concatenated(len(page), [p for separator, text in zip(separators, texts) for p in (separator, text)])
+    prefix = table.location.rstrip("/") + "/"
+    location = _concatenated(len(page), [prefix, *[p for sep, text in zip(separators, texts) for p in (sep, text)]])
+    locations, parameters = page.explicit()
+    if locations is not None:
+        location = pc.coalesce(pa.array(locations, pa.string()), location)
+    if parameters is not None:
+        params = pa.array([None if p is None else list(p.items()) for p in parameters], PARAMETERS_TYPE)
+    else:
+        params = pa.nulls(len(page), PARAMETERS_TYPE)
+    values = pa.StructArray.from_arrays(columns, fields=list(schema.field("values").type))
+    return pa.RecordBatch.from_arrays([values, names, location, params], schema=schema)
+
+
+def _value_columns(page: Page) -> list[pa.Array]:
+    """The page's values as one Arrow array per partition key, in key order."""
+    keys = page.table.partition_keys
+    decoded = page.decoded_values
+    if decoded is not None:
+        return [pa.array([row[i] for row in decoded], arrow_type(t)) for i, (_, t) in enumerate(keys)]
+    columns = decode_arrow(page.keys, page.codec, page.offset)
+    return columns if page.order is None else [columns[i] for i in page.order]
+
+
+class _Texts:
+    """Distinct texts as one UTF-8 buffer with offsets, and which of them each row takes (None: the first)."""
+
+    __slots__ = ("data", "offsets", "rows")
+
+    def __init__(self, texts: pa.Array, rows: np.ndarray | None) -> None:
+        offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
+        self.offsets = offsets.astype(np.int64)
+        self.data = np.frombuffer(texts.buffers()[2], np.uint8)[self.offsets[0] : self.offsets[-1]]
+        self.offsets -= self.offsets[0]
+        self.rows = rows
+
+
+def _value_names(column: pa.Array, dtype: DataType) -> _Texts:
+    """Each value's path form (`value_to_name`), formatted once per distinct value (in Arrow where that gives the
+    same text: integers, and strings with nothing to escape)."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    distinct = encoded.dictionary
+    if dtype.is_integral:
+        texts = pc.fill_null(pc.cast(distinct, pa.string()), DEFAULT_PARTITION_NAME)
+    elif dtype.is_string and not pc.any(pc.match_substring_regex(distinct, ESCAPE_PATTERN)).as_py():
+        texts = pc.fill_null(distinct, DEFAULT_PARTITION_NAME)
+    else:
+        texts = pa.array([value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
+    return _Texts(texts, np.asarray(encoded.indices, dtype=np.int64))
+
+
+def _concatenated(count: int, pieces: list[str | _Texts]) -> pa.Array:
+    """`count` strings, each the concatenation of the pieces: a constant text, or each row's text of a `_Texts`."""
+    parts = [_Texts(pa.array([piece], pa.string()), None) if isinstance(piece, str) else piece for piece in pieces]
+    bases = np.cumsum([0, *(len(part.data) for part in parts)])
+    source = np.concatenate([part.data for part in parts])
+    starts = np.empty((count, len(parts)), np.int64)
+    lengths = np.empty((count, len(parts)), np.int64)
+    for j, part in enumerate(parts):
+        if part.rows is None:
+            starts[:, j] = bases[j]
+            lengths[:, j] = part.offsets[1]
+        else:
+            starts[:, j] = bases[j] + part.offsets[part.rows]
+            lengths[:, j] = part.offsets[part.rows + 1] - part.offsets[part.rows]
+    flat_starts, flat_lengths = starts.ravel(), lengths.ravel()
+    before = np.cumsum(flat_lengths) - flat_lengths
+    total = int(flat_lengths.sum())
+    data = source[np.repeat(flat_starts - before, flat_lengths) + np.arange(total)]
+    offsets = np.zeros(count + 1, np.int64)
+    np.cumsum(lengths.sum(axis=1), out=offsets[1:])
+    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data.tobytes()))
