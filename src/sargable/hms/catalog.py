@@ -9,7 +9,7 @@ adding partitions with parameters, returning which partitions an `if_not_exists`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -19,6 +19,9 @@ from sargable.expr import Expr, and_, col, or_
 from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table
 from sargable.metastore.names import value_from_name
 from sargable.types import DataType
+
+ADD_ATTEMPTS = 10
+"""Tries of an `if_not_exists` add that loses races to concurrent adds of the same partitions."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,18 @@ class Catalog:
     def close(self) -> None:
         self.metastore.close()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction or snapshot is open (a catalog left so is not reused)."""
+        return self.metastore.store.in_transaction
+
     def transaction(self) -> Any:
         """One atomic change made of several metastore calls (each inner call becomes a savepoint)."""
         return self.metastore.store.transaction()
+
+    def snapshot(self) -> Any:
+        """Reads of one consistent snapshot (a read-only transaction)."""
+        return self.metastore.snapshot()
 
     # ------------------------------------------------------------------------------------------ databases
 
@@ -100,7 +112,11 @@ class Catalog:
         location: str | None,
         properties: Mapping[str, str],
     ) -> Table:
-        return self.metastore.create_table(database, name, columns, partition_keys, location, properties)
+        """Create a table with a secondary index on every partition key but the first, so that a filter on any
+        partition key (Spark's `hr = 3` across days) is a key range."""
+        return self.metastore.create_table(
+            database, name, columns, partition_keys, location, properties, index_all=True
+        )
 
     def get_table(self, database: str, name: str) -> Table:
         return self.metastore.get_table(database, name)
@@ -160,7 +176,21 @@ class Catalog:
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
     ) -> list[Partition]:
         """Add partitions with their parameters atomically; returns the ones added (existing ones are skipped with
-        `if_not_exists`, else AlreadyExistsError), in key order."""
+        `if_not_exists`, else AlreadyExistsError), in key order.
+
+        Which ones exist is read before the metastore's add locks the table, so a concurrent add of the same
+        partition can win in between (on PostgreSQL); with `if_not_exists` the whole add is then tried again."""
+        for attempt in range(ADD_ATTEMPTS):
+            try:
+                return self._add_partitions(database, table, partitions, if_not_exists=if_not_exists)
+            except AlreadyExistsError:
+                if not if_not_exists or attempt == ADD_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _add_partitions(
+        self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
+    ) -> list[Partition]:
         ms = self.metastore
         with self.transaction():
             tbl = ms.get_table(database, table)
@@ -208,14 +238,9 @@ class Catalog:
         """Partitions matching a filter in Hive's metastore syntax."""
         return self.metastore.get_partitions_by_filter(database, table, text, max_parts, dialect="hive")
 
-    def partitions(self, database: str, table: str, max_parts: int | None) -> list[Partition]:
-        """Every partition (at most `max_parts`), in key order, from one snapshot."""
-        with self.metastore.snapshot():
-            return list(islice(self.metastore.iter_partitions(database, table), max_parts))
-
-    def partition_names(self, database: str, table: str, max_parts: int | None) -> list[str]:
-        with self.metastore.snapshot():
-            return [p.name for p in islice(self.metastore.iter_partitions(database, table), max_parts)]
+    def iter_partitions(self, database: str, table: str, max_parts: int | None) -> Iterator[Partition]:
+        """Every partition (at most `max_parts`), in key order, streamed: call inside `snapshot()`."""
+        return islice(self.metastore.iter_partitions(database, table), max_parts)
 
     def count_partitions(self, database: str, table: str) -> int:
         return self.metastore.count_partitions(database, table)

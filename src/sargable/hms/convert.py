@@ -132,7 +132,7 @@ class TableView:
             self.cols = [ttypes.FieldSchema(n, t, c) for n, t, c in self.extras.columns]
         comments = self.extras.partition_comments
         self.partition_cols = [ttypes.FieldSchema(n, str(t), comments.get(n)) for n, t in table.partition_keys]
-        self._storage_parts = self._sd_parts(self.extras.storage)
+        self.storage_parts = self._sd_parts(self.extras.storage)
 
     def _sd_parts(self, storage: Storage) -> dict[str, Any]:
         serde = ttypes.SerDeInfo(storage.serde_name, storage.serde_lib, dict(storage.serde_params))
@@ -160,7 +160,7 @@ class TableView:
             createTime=x.create_time,
             lastAccessTime=x.last_access_time,
             retention=x.retention,
-            sd=ttypes.StorageDescriptor(location=location, **self._storage_parts),
+            sd=ttypes.StorageDescriptor(location=location, **self.storage_parts),
             partitionKeys=self.partition_cols,
             parameters=dict(self.parameters),
             viewOriginalText=x.view_original_text,
@@ -173,7 +173,7 @@ class TableView:
     def partition(self, part: Partition) -> Any:
         """A sargable partition as a Thrift `Partition` (values as Hive strings, NULL as the default name)."""
         extras, params = decode_partition(part.parameters)
-        parts = self._storage_parts if extras.storage is None else self._sd_parts(extras.storage)
+        parts = self.storage_parts if extras.storage is None else self._sd_parts(extras.storage)
         return ttypes.Partition(
             values=hive_values(self.table, part.values),
             dbName=self.table.database,
