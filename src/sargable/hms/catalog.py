@@ -175,11 +175,11 @@ class Catalog:
     def add_partitions(
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
     ) -> list[Partition]:
-        """Add partitions with their parameters atomically; returns the ones added (existing ones are skipped with
-        `if_not_exists`, else AlreadyExistsError), in key order.
+        """Add partitions with their parameters atomically; returns the ones added, in the order given (existing
+        ones are skipped with `if_not_exists`, else AlreadyExistsError).
 
-        Which ones exist is read before the metastore's add locks the table, so a concurrent add of the same
-        partition can win in between (on PostgreSQL); with `if_not_exists` the whole add is then tried again."""
+        With `if_not_exists`, which ones exist is read before the metastore's add locks the table, so a concurrent
+        add of the same partition can win in between (on PostgreSQL): the whole add is then tried again."""
         for attempt in range(ADD_ATTEMPTS):
             try:
                 return self._add_partitions(database, table, partitions, if_not_exists=if_not_exists)
@@ -194,26 +194,25 @@ class Catalog:
         ms = self.metastore
         with self.transaction():
             tbl = ms.get_table(database, table)
-            specs = [list(p.values) for p in partitions]
-            existing = ms.get_partitions_by_names(database, table, specs) if specs else []
-            if existing and not if_not_exists:
-                raise AlreadyExistsError(f"Partition already exists: {existing[0].name} of {tbl.qualified_name}")
-            have = {p.values for p in existing}
-            new, seen = [], set()
+            new: list[tuple[tuple[Any, ...], NewPartition]] = []
+            seen: set[tuple[Any, ...]] = set()
             for p in partitions:
                 values = typed_values(tbl, p.values)
                 if values in seen:
                     raise MetastoreError(f"partition {list(p.values)} is given twice")
                 seen.add(values)
-                if values not in have:
-                    new.append(p)
+                new.append((values, p))
+            if if_not_exists and new:
+                existing = ms.get_partitions_by_names(database, table, [list(p.values) for _, p in new])
+                have = {p.values for p in existing}
+                new = [(values, p) for values, p in new if values not in have]
             if not new:
                 return []
-            ms.add_partitions(database, table, [list(p.values) for p in new], locations=[p.location for p in new])
-            for p in new:
+            ms.add_partitions(database, table, [list(p.values) for _, p in new], locations=[p.location for _, p in new])
+            for _, p in new:
                 if p.parameters:
                     ms.alter_partition(database, table, list(p.values), parameters=p.parameters)
-            return ms.get_partitions_by_names(database, table, [list(p.values) for p in new])
+            return [Partition(tbl, values, p.location, dict(p.parameters)) for values, p in new]
 
     def get_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
         tbl = self.metastore.get_table(database, table)

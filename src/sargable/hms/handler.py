@@ -222,12 +222,9 @@ class Handler(ThriftHiveMetastore.Iface):
         self.note.partitions = 1
         return Encoded(TType.STRUCT, codec.partition(part))
 
-    def _cached(self, db: str, table: str, call: Hashable | None) -> Encoded | None:
+    def _cached(self, db: str, table: str, call: Hashable) -> Encoded | None:
         """The cached reply to `call` on the table's current version, if any."""
-        tbl = self._table(db, table)
-        if call is None:
-            return None
-        hit = self.cache.get(tbl, call)
+        hit = self.cache.get(self._table(db, table), call)
         if hit is None:
             return None
         self.note.partitions, self.note.cached = hit.count, True
@@ -237,7 +234,7 @@ class Handler(ThriftHiveMetastore.Iface):
         self,
         db: str,
         table: str,
-        call: Hashable | None,
+        call: Hashable,
         select: Callable[[], Sequence[Partition]],
         *,
         names: bool = False,
@@ -253,8 +250,7 @@ class Handler(ThriftHiveMetastore.Iface):
         body = codec.names(parts) if names else codec.partitions(parts)
         payload = list_header(TType.STRING if names else TType.STRUCT, len(body)) + b"".join(body)
         self.note.partitions = len(body)
-        if call is not None:
-            self.cache.put(tbl, call, CachedReply(len(body), payload))
+        self.cache.put(tbl, call, CachedReply(len(body), payload))
         return Encoded(TType.LIST, payload)
 
     def _listing(self, db: str, table: str, limit: int | None, *, names: bool) -> Encoded:
@@ -640,7 +636,10 @@ class Handler(ThriftHiveMetastore.Iface):
     def get_partitions_by_names(self, db_name: str, tbl_name: str, names: list[str]) -> Encoded:
         wanted = list(names or [])
         return self._selected(
-            db_name, tbl_name, None, lambda: self.catalog.partitions_by_names(db_name, tbl_name, wanted)
+            db_name,
+            tbl_name,
+            ("by_names", tuple(wanted)),
+            lambda: self.catalog.partitions_by_names(db_name, tbl_name, wanted),
         )
 
     @_hive_api
