@@ -60,6 +60,7 @@ DB = "bench"
 START = dt.date(2024, 1, 1)
 SYSTEMS = ("hive derby", "hive postgresql", "sargable sqlite", "sargable postgresql")
 BY_NAMES = 300
+DIRECT_SQL = "Using direct SQL, underlying DB is POSTGRES"
 
 
 # ------------------------------------------------------------------------------------------ the client
@@ -236,6 +237,7 @@ class Run:
     spark: list[dict[str, Any]]
     rss: list[dict[str, Any]]
     answers: dict[tuple[int, str], list]
+    notes: list[str]
 
 
 def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
@@ -375,6 +377,16 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
             stack.callback(client.close)
         pids = {cache: pid for cache, (_, pid) in servers.items()}
         measure(system, clients, pids, sizes, root, args, run, compared=True)
+        if system == "hive postgresql":
+            log = (work / "hive.log").read_text(errors="replace")
+            run.notes.append(
+                "Hive on PostgreSQL: direct SQL "
+                + (
+                    "on (its log: 'Using direct SQL, underlying DB is POSTGRES')"
+                    if DIRECT_SQL in log
+                    else "NOT seen in its log"
+                )
+            )
         if args.spark_repeat and sizes:
             spark_times(system, uri, sizes, work, args.spark_repeat, run)
         if large and system.startswith("sargable"):
@@ -453,7 +465,7 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
         key = entry["system"] + ("" if entry["cache"] == "-" else f" ({entry['cache']})")
         peak[key] = max(peak.get(key, 0.0), entry["peak_mb"])
     lines += ["", "peak resident memory (VmHWM), MiB: " + ", ".join(f"{k} {v:,.0f}" for k, v in peak.items())]
-    return "\n".join(lines)
+    return "\n".join([*lines, *run.notes])
 
 
 def main() -> None:
@@ -483,7 +495,7 @@ def main() -> None:
             print(f"no PostgreSQL URL: leaving out {', '.join(left_out)}", file=sys.stderr)
         systems = [s for s in systems if not s.endswith("postgresql")]
 
-    run = Run([], [], [], [], {})
+    run = Run([], [], [], [], {}, [])
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="hms-bench-") as tmp:
         for system in systems:
@@ -506,6 +518,7 @@ def main() -> None:
             "adds": run.adds,
             "spark": run.spark,
             "rss": run.rss,
+            "notes": run.notes,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=1))

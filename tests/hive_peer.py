@@ -95,6 +95,7 @@ class HivePeer:
         self.port = port or free_port()
         self.warehouse = self.workdir / "warehouse"
         self.log = self.workdir / "hive-metastore.log"
+        """The metastore's stdout and stderr; its own log (log4j) goes to `workdir / "hive.log"`."""
         self.extra_conf = extra_conf or {}
         self.classpath = classpath or []
         self.process: subprocess.Popen | None = None
@@ -125,7 +126,8 @@ class HivePeer:
         conf = self._write_conf()
         self.warehouse.mkdir(parents=True, exist_ok=True)
         classpath = ":".join([str(conf), *map(str, self.classpath), f"{pyspark_jars()}/*"])
-        command = ["java", "-Xmx1g", "-cp", classpath, "org.apache.hadoop.hive.metastore.HiveMetaStore"]
+        command = ["java", "-Xmx1g", f"-Dhive.log.dir={self.workdir}", "-cp", classpath]
+        command.append("org.apache.hadoop.hive.metastore.HiveMetaStore")
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [*command, "-p", str(self.port)],
