@@ -20,6 +20,8 @@ Folders: at the compared sizes (`--sizes`) each server makes every partition's f
 (`--premake-folders` makes them first, so neither does); at the sargable-only sizes (`--sargable-sizes`) the table
 lives under `s3a://`, so no folder is made. A pyspark driver per system times a selective Spark SQL query at the
 compared sizes (`--spark-repeat` runs, median). Peak resident memory (VmHWM) of every server is read after each size.
+Last, for each sargable size, where a cold `get_partitions` spends its CPU (`breakdown`: the metastore's listing,
+its formatting of default locations, the server's encoding).
 
     bash scripts/postgres.sh run -- .venv/bin/python benchmarks/hms.py --json benchmarks/results/hms.json
 
@@ -238,6 +240,7 @@ class Run:
     rss: list[dict[str, Any]]
     answers: dict[tuple[int, str], list]
     notes: list[str]
+    breakdown: list[dict[str, Any]]
 
 
 def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
@@ -391,6 +394,59 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
             spark_times(system, uri, sizes, work, args.spark_repeat, run)
         if large and system.startswith("sargable"):
             measure(system, clients, pids, large, root, args, run, compared=False)
+        if system.startswith("sargable"):
+            for size in [*sizes, *large]:
+                run.breakdown.append({"system": system, "size": size, **breakdown(url, f"events_{size}")})
+
+
+def breakdown(url: str, table: str) -> dict[str, float]:
+    """Where a cold `get_partitions` spends its CPU, in this process over the server's store (the cyclic garbage
+    collector off, as it nearly is in the server), in microseconds per partition: the metastore's listing
+    (`iter_partitions`: keys decoded, `Partition` objects), `Partition.location` (the metastore formats each default
+    location from the partition's name), and the server's encoding (`TableCodec.partitions`); and `names`, a
+    `get_partition_names`' listing plus encoding. Median of 3, one snapshot each."""
+    import gc
+
+    from sargable import Metastore
+    from sargable.hms.cache import ReplyCache
+
+    with Metastore.open(url) as ms:
+        codec = ReplyCache(0).codec(ms.get_table(DB, table))
+
+        def cpu_us(work: Callable[[], int]) -> float:
+            times = []
+            for _ in range(3):
+                with ms.snapshot():
+                    started = time.process_time()
+                    count = work()
+                    times.append((time.process_time() - started) / count * 1e6)
+            return statistics.median(times)
+
+        def listing() -> int:
+            return sum(1 for _ in ms.iter_partitions(DB, table))
+
+        def located() -> int:
+            return sum(1 for p in ms.iter_partitions(DB, table) if p.location)
+
+        def encoded() -> int:
+            return len(codec.partitions(ms.iter_partitions(DB, table)))
+
+        def names() -> int:
+            return len(codec.names(ms.iter_partitions(DB, table)))
+
+        gc.disable()
+        try:
+            base, with_location, total, named = cpu_us(listing), cpu_us(located), cpu_us(encoded), cpu_us(names)
+        finally:
+            gc.enable()
+    return {
+        "listing_us": base,
+        "location_us": with_location - base,
+        "encoding_us": total - with_location,
+        "total_us": total,
+        "names_us": named,
+        "metastore_share": with_location / total,
+    }
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -465,6 +521,15 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
         key = entry["system"] + ("" if entry["cache"] == "-" else f" ({entry['cache']})")
         peak[key] = max(peak.get(key, 0.0), entry["peak_mb"])
     lines += ["", "peak resident memory (VmHWM), MiB: " + ", ".join(f"{k} {v:,.0f}" for k, v in peak.items())]
+    if run.breakdown:
+        lines += ["", "a cold get_partitions' CPU in process, us per partition (benchmarks/hms.py breakdown):"]
+        for entry in run.breakdown:
+            lines.append(
+                f"  {entry['system']}, {entry['size']:,}: metastore listing {entry['listing_us']:.2f} + "
+                f"Partition.location {entry['location_us']:.2f} + encoding {entry['encoding_us']:.2f} = "
+                f"{entry['total_us']:.2f} ({1e6 / entry['total_us']:,.0f} partitions/s; the metastore's share "
+                f"{entry['metastore_share']:.0%}); get_partition_names {entry['names_us']:.2f}"
+            )
     return "\n".join([*lines, *run.notes])
 
 
@@ -495,7 +560,7 @@ def main() -> None:
             print(f"no PostgreSQL URL: leaving out {', '.join(left_out)}", file=sys.stderr)
         systems = [s for s in systems if not s.endswith("postgresql")]
 
-    run = Run([], [], [], [], {}, [])
+    run = Run([], [], [], [], {}, [], [])
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="hms-bench-") as tmp:
         for system in systems:
@@ -519,6 +584,7 @@ def main() -> None:
             "spark": run.spark,
             "rss": run.rss,
             "notes": run.notes,
+            "breakdown": run.breakdown,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=1))

@@ -271,7 +271,7 @@ def _hms_panel(ax: Any, series: dict[tuple[str, str], dict[int, float]], title: 
     modes = sorted({cache for _, cache in series if cache != "-"}, reverse=True)
     for size in sizes:
         hive = [series[k][size] for k in HMS_STYLES if k[1] == "-" and size in series.get(k, {})]
-        for cache, offset in zip(modes, (-16, -28), strict=False):
+        for cache in modes:
             ours = [series[k][size] for k in HMS_STYLES if k[1] == cache and size in series.get(k, {})]
             if hive and ours:
                 ratio = min(hive) / max(ours)
@@ -279,7 +279,7 @@ def _hms_panel(ax: Any, series: dict[tuple[str, str], dict[int, float]], title: 
                     f"{cache} {_ratio_text(ratio)}" if len(modes) > 1 else _ratio_text(ratio),
                     (size, max(ours)),
                     textcoords="offset points",
-                    xytext=(0, offset),
+                    xytext=(0, -13),
                     ha="center",
                     fontsize=8,
                     fontweight="bold",
