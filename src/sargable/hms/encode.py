@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Generator, Iterable, Mapping
+from operator import getitem
 from typing import Any, NamedTuple
 
 from thrift.Thrift import TType
@@ -88,6 +89,36 @@ _PARAMETERS = field(TType.MAP, 7)
 _NO_PARAMETERS = _PARAMETERS + string_map({})
 
 
+class _ValueMemo(dict):
+    """Partition values of one key -> their Hive text as a Thrift string (NULL is the default partition name),
+    filled on first use, at most MEMO_LIMIT at a time (a lookup stays in C: `map(getitem, memos, values)`)."""
+
+    def __init__(self, dtype: DataType) -> None:
+        super().__init__()
+        self.dtype = dtype
+
+    def __missing__(self, value: Any) -> bytes:
+        if len(self) >= MEMO_LIMIT:
+            self.clear()
+        encoded = self[value] = string(DEFAULT_PARTITION_NAME if value is None else format_value(value, self.dtype))
+        return encoded
+
+
+class _SegmentMemo(dict):
+    """Partition values of one key -> their UTF-8 `key=value` segment of a partition name (escaped as Hive does)."""
+
+    def __init__(self, name: str, dtype: DataType) -> None:
+        super().__init__()
+        self.key = escape_path_name(name) + "="
+        self.dtype = dtype
+
+    def __missing__(self, value: Any) -> bytes:
+        if len(self) >= MEMO_LIMIT:
+            self.clear()
+        segment = self[value] = (self.key + value_to_name(value, self.dtype)).encode()
+        return segment
+
+
 class TableCodec:
     """The Thrift encodings of one table version: the `Table` struct, its partitions and their names."""
 
@@ -106,26 +137,14 @@ class TableCodec:
         self._tail = thrift_bytes(ttypes.Partition())
         self._plain_middle = self._names + _TIMES.pack(TType.I32, 4, 0, TType.I32, 5, 0) + self._sd_head
         self._plain_end = self._sd_tail + _NO_PARAMETERS + self._tail
-        types = [dtype for _, dtype in self.keys]
-        self._values = [({}, dtype) for dtype in types]
-        """Per partition key: (memo of value -> encoded Thrift string of its Hive text, type)."""
-        self._segments = [({}, escape_path_name(name) + "=", dtype) for name, dtype in self.keys]
-        """Per partition key: (memo of value -> UTF-8 `key=value` name segment, `key=`, type)."""
+        self._values = [_ValueMemo(dtype) for _, dtype in self.keys]
+        self._segments = [_SegmentMemo(name, dtype) for name, dtype in self.keys]
 
     # ------------------------------------------------------------------------------------------- partitions
 
-    @staticmethod
-    def _value(memo: dict[Any, bytes], dtype: DataType, value: Any) -> bytes:
-        """A value's Hive text as a Thrift string, memoized (NULL is the default partition name)."""
-        encoded = string(DEFAULT_PARTITION_NAME if value is None else format_value(value, dtype))
-        if len(memo) >= MEMO_LIMIT:
-            memo.clear()
-        memo[value] = encoded
-        return encoded
-
     def partitions(self, parts: Iterable[Partition]) -> list[bytes]:
         """Each partition as a `Partition` struct (fields and stop byte): the hot loop of every listing."""
-        columns, value = self._values, self._value
+        memos, join = self._values, b"".join
         head, middle, end = self._values_head, self._plain_middle, self._plain_end
         out: list[bytes] = []
         append = out.append
@@ -133,9 +152,10 @@ class TableCodec:
             if part.parameters:
                 append(self._with_parameters(part))
                 continue
-            values = b"".join([memo.get(v) or value(memo, t, v) for (memo, t), v in zip(columns, part.values)])
             location = part.location.encode()
-            append(b"".join((head, values, middle, _pack_i32(len(location)), location, end)))
+            append(
+                join((head, join(map(getitem, memos, part.values)), middle, _pack_i32(len(location)), location, end))
+            )
         return out
 
     def partition(self, part: Partition) -> bytes:
@@ -148,8 +168,7 @@ class TableCodec:
         extras, params = decode_partition(part.parameters)
         if extras.storage is not None:
             return thrift_bytes(self.view.partition(part))
-        columns, value = self._values, self._value
-        values = b"".join([memo.get(v) or value(memo, t, v) for (memo, t), v in zip(columns, part.values)])
+        values = b"".join(map(getitem, self._values, part.values))
         location = part.location.encode()
         times = _TIMES.pack(TType.I32, 4, extras.create_time, TType.I32, 5, extras.last_access_time)
         return b"".join(
@@ -170,21 +189,13 @@ class TableCodec:
 
     # ------------------------------------------------------------------------------------------------ names
 
-    @staticmethod
-    def _segment(memo: dict[Any, bytes], key: str, dtype: DataType, value: Any) -> bytes:
-        segment = (key + value_to_name(value, dtype)).encode()
-        if len(memo) >= MEMO_LIMIT:
-            memo.clear()
-        memo[value] = segment
-        return segment
-
     def names(self, parts: Iterable[Partition]) -> list[bytes]:
         """Each partition's Hive name (as `Partition.name`) as a Thrift string, from memoized segments."""
-        columns, segment = self._segments, self._segment
+        memos, join = self._segments, b"/".join
         out: list[bytes] = []
         append = out.append
         for part in parts:
-            name = b"/".join([memo.get(v) or segment(memo, k, t, v) for (memo, k, t), v in zip(columns, part.values)])
+            name = join(map(getitem, memos, part.values))
             append(_pack_i32(len(name)) + name)
         return out
 
