@@ -50,6 +50,7 @@ from urllib.parse import urlsplit, urlunsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from pymetastore.hive_metastore import ThriftHiveMetastore, ttypes
+from thrift.protocol import fastbinary
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport import TSocket, TTransport
@@ -140,7 +141,7 @@ class Client:
             raise error
         kind_of = _Partitions if read else _Counted
         result = kind_of()
-        protocol._fast_decode(result, protocol, [kind_of, kind_of.thrift_spec])
+        fastbinary.decode_binary(result, protocol, [kind_of, kind_of.thrift_spec])
         protocol.readMessageEnd()
         if result.success is None:
             raise RuntimeError(f"{method}{args}: the server answered with an exception")
