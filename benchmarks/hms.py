@@ -6,6 +6,7 @@ For each system and size, a table `bench.events_<size>` `(x int, y string)` part
 (days x 24 hours) gets its partitions through `add_partitions` in batches of `--batch`; then each read runs once to
 warm up and `--repeat` times (`--large-repeat` at the sargable-only sizes), and the median is kept:
 
+- get_table and get_database (what Spark calls most: 5-8 times per statement);
 - get_partitions_by_filter: one partition, one day (24), a 7-day range (168), a non-leading key `hr = 3`;
 - get_partitions_by_names of 300 names (one batch of Hive's client: `hive.metastore.batch.retrieve.max`);
 - get_partition_names and get_partitions of the whole table.
@@ -193,6 +194,8 @@ def reads(size: int) -> list[Read]:
         return Read(text, lambda c, t, r: c.partitions("get_partitions_by_filter", DB, t, text, -1, read=r))
 
     return [
+        Read("get_table", lambda c, t, r: [c.thrift.get_table(DB, t).tableName]),
+        Read("get_database", lambda c, t, r: [c.thrift.get_database(DB).name]),
         by_filter(f'ds = "{day}" and hr = 3'),
         by_filter(f'ds = "{day}"'),
         by_filter(f'ds >= "{day}" and ds <= "{week_end}"'),
@@ -505,16 +508,16 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
         worst_add = max((adds[s] for s in SYSTEMS[2:] if s in adds), default=None)
         lines.append(
             f"{f'add_partitions ({args.batch:,} per call), total s':<42} {size:>9,} "
-            + " ".join(f"{adds.get(s, float('nan')):>9.2f}" for s in SYSTEMS[:2])
-            + f" {adds.get(SYSTEMS[2], float('nan')):>10.2f} {adds.get(SYSTEMS[3], float('nan')):>9.2f}"
+            + " ".join(f"{_ms(adds.get(s)):>9}" for s in SYSTEMS[:2])
+            + f" {_ms(adds.get(SYSTEMS[2])):>10} {_ms(adds.get(SYSTEMS[3])):>9}"
             + f"{'':>22} {_ratio(adds.get(SYSTEMS[0]), worst_add):>15} {_ratio(adds.get(SYSTEMS[1]), worst_add):>15}"
         )
         if spark:
             worst = max((spark[s] for s in SYSTEMS[2:] if s in spark), default=None)
             lines.append(
                 f"{'Spark SQL selective query, ms':<42} {1:>9,} "
-                + " ".join(f"{spark.get(s, float('nan')):>9.1f}" for s in SYSTEMS[:2])
-                + f" {spark.get(SYSTEMS[2], float('nan')):>10.1f} {spark.get(SYSTEMS[3], float('nan')):>9.1f}"
+                + " ".join(f"{_ms(spark.get(s)):>9}" for s in SYSTEMS[:2])
+                + f" {_ms(spark.get(SYSTEMS[2])):>10} {_ms(spark.get(SYSTEMS[3])):>9}"
                 + f"{'':>22} {_ratio(spark.get(SYSTEMS[0]), worst):>15} {_ratio(spark.get(SYSTEMS[1]), worst):>15}"
             )
     peak: dict[str, float] = {}
