@@ -241,7 +241,7 @@ class Sargable:
         if self.ms is None:
             return
         if drop:
-            from sargable.metastore.core import KEYSPACES
+            from sargable.metastore.schema import KEYSPACES
 
             for keyspace in KEYSPACES:
                 self.ms.store.drop_keyspace(keyspace)

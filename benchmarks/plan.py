@@ -20,7 +20,7 @@ import sargable as sg
 from sargable import keys
 from sargable.expr.evaluate import compile_predicate
 from sargable.expr.normalize import to_nnf
-from sargable.plan import compile_key_filter, explain, plan_filter
+from sargable.plan import compile_key_filter, explain, plan_key_ranges
 from sargable.store import open_store
 from sargable.types import parse_type
 
@@ -76,8 +76,8 @@ def bench_seed_examples() -> None:
     rows = []
     for text, columns in SEED_EXAMPLES:
         bound = sg.bind(sg.parse(text), columns)
-        best, median = timed(lambda b=bound, c=columns: plan_filter(b, c), 300)
-        plan = plan_filter(bound, columns)
+        best, median = timed(lambda b=bound, c=columns: plan_key_ranges(b, c), 300)
+        plan = plan_key_ranges(bound, columns)
         rows.append([text, f"{best * 1000:.0f}", f"{median * 1000:.0f}", " | ".join(str(plan).splitlines())])
     table(
         "Planning the seed's examples (bound predicate -> FilterPlan; 300 runs)",
@@ -102,8 +102,8 @@ def bench_wide_or() -> None:
     }
     for name, (expr, columns) in cases.items():
         bound = sg.bind(expr, columns)
-        best, median = timed(lambda b=bound, c=columns: plan_filter(b, c), 15)
-        plan = plan_filter(bound, columns)
+        best, median = timed(lambda b=bound, c=columns: plan_key_ranges(b, c), 15)
+        plan = plan_key_ranges(bound, columns)
         rows.append([name, f"{best:.1f}", f"{median:.1f}", len(plan.scans), sum(s.is_get for s in plan.scans)])
     table("Planning a 1,000-branch OR (15 runs)", ["predicate", "best ms", "median ms", "scans", "gets"], rows)
 
@@ -170,7 +170,7 @@ def bench_execution(count: int) -> None:
             "hr = 5",
             "country = 'US' or ds = '2023-01-01'",
         ]:
-            plan = plan_filter(sg.parse(text), HIVE)
+            plan = plan_key_ranges(sg.parse(text), HIVE)
             report = explain(plan, store, "main", prefix=prefix)
             ms = timed(lambda p=plan: explain(p, store, "main", prefix=prefix), 3)[0]
             rows.append([text, len(plan.scans), report.keys_examined, report.keys_returned, f"{ms:.1f}"])

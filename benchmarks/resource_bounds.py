@@ -66,13 +66,13 @@ def step(results: list[dict], name: str, fn: Callable[[], Any]) -> Any:
 
 def in_list(size: int, results: list[dict]) -> None:
     import sargable as sg
-    from sargable.plan import plan_filter
+    from sargable.plan import plan_key_ranges
 
     schema = [("p", "int")]
     text = "p IN (" + ", ".join(str(i * 7919 % 2_000_003) for i in range(size)) + ")"
     expr = step(results, f"parse ({len(text) / 1e6:.1f} MB)", lambda: sg.parse(text))
     bound = step(results, "bind", lambda: sg.bind(expr, schema))
-    plan = step(results, "plan (max_scans 1000)", lambda: plan_filter(bound, schema))
+    plan = step(results, "plan (max_scans 1000)", lambda: plan_key_ranges(bound, schema))
     assert plan is None or len(plan.scans) <= 1000
     data = step(results, "dumps", lambda: sg.dumps(expr))
     step(results, "loads", lambda: sg.loads(data))
@@ -80,21 +80,21 @@ def in_list(size: int, results: list[dict]) -> None:
 
 def or_chain(size: int, results: list[dict]) -> None:
     import sargable as sg
-    from sargable.plan import plan_filter
+    from sargable.plan import plan_key_ranges
 
     schema = [("p", "int"), ("s", "string")]
     text = " OR ".join(f"p = {i}" if i % 2 else f"s = 'v{i}'" for i in range(size))
     expr = step(results, f"parse ({len(text) / 1e6:.1f} MB)", lambda: sg.parse(text))
     bound = step(results, "bind", lambda: sg.bind(expr, schema))
     step(results, "normalize", lambda: sg.normalize(bound))
-    step(results, "plan (max_scans 1000)", lambda: plan_filter(bound, schema))
+    step(results, "plan (max_scans 1000)", lambda: plan_key_ranges(bound, schema))
     step(results, "to_cnf (cap 1024)", lambda: sg.to_cnf(bound))
     step(results, "render", lambda: sg.render(expr))
 
 
 def nesting(depth: int, results: list[dict]) -> None:
     import sargable as sg
-    from sargable.plan import plan_filter
+    from sargable.plan import plan_key_ranges
 
     schema = [("p", "int")]
     texts = {
@@ -107,20 +107,20 @@ def nesting(depth: int, results: list[dict]) -> None:
         bound = step(results, f"{label}: bind", lambda e=expr: sg.bind(e, schema))
         step(results, f"{label}: normalize", lambda b=bound: sg.normalize(b))
         step(results, f"{label}: to_dnf (cap 1024)", lambda b=bound: sg.to_dnf(b))
-        step(results, f"{label}: plan", lambda b=bound: plan_filter(b, schema))
+        step(results, f"{label}: plan", lambda b=bound: plan_key_ranges(b, schema))
         step(results, f"{label}: render", lambda e=expr: sg.render(e))
         step(results, f"{label}: dumps+loads", lambda e=expr: sg.loads(sg.dumps(e)))
 
 
 def big_text(megabytes: int, results: list[dict]) -> None:
     import sargable as sg
-    from sargable.plan import plan_filter
+    from sargable.plan import plan_key_ranges
 
     size = megabytes * 1_000_000
     schema = [("p", "int"), ("s", "string")]
     literal = "s = '" + "x" * size + "'"
     expr = step(results, f"{megabytes} MB literal: parse", lambda: sg.parse(literal))
-    step(results, f"{megabytes} MB literal: bind + plan", lambda: plan_filter(sg.bind(expr, schema), schema))
+    step(results, f"{megabytes} MB literal: bind + plan", lambda: plan_key_ranges(sg.bind(expr, schema), schema))
     chain = " AND ".join(f"p != {i}" for i in range(size // 12))
     step(results, f"{len(chain) / 1e6:.0f} MB AND chain: parse", lambda: sg.parse(chain))
     step(results, f"{megabytes} MB garbage: parse", lambda: sg.parse("p = 1 AND " + "\x01" * size))
@@ -129,7 +129,7 @@ def big_text(megabytes: int, results: list[dict]) -> None:
 
 def dnf_blowup(terms_log2: int, results: list[dict]) -> None:
     import sargable as sg
-    from sargable.plan import plan_filter
+    from sargable.plan import plan_key_ranges
 
     schema = [("p", "int"), ("s", "string")]
     text = " AND ".join(f"(p = {i} OR s = 'v{i}')" for i in range(terms_log2))
@@ -137,12 +137,12 @@ def dnf_blowup(terms_log2: int, results: list[dict]) -> None:
     step(results, f"to_dnf of 2^{terms_log2} terms (cap 1024)", lambda: sg.to_dnf(bound))
     step(results, f"to_dnf of 2^{terms_log2} terms (cap 2^{terms_log2 - 1})",
          lambda: sg.to_dnf(bound, max_terms=2 ** (terms_log2 - 1)))
-    step(results, "plan_filter (max_scans 1000)", lambda: plan_filter(bound, schema))
+    step(results, "plan_key_ranges (max_scans 1000)", lambda: plan_key_ranges(bound, schema))
     cross = sg.bind(sg.parse(
         "a IN (" + ", ".join(map(str, range(1000))) + ") AND b IN (" + ", ".join(map(str, range(1000))) + ")"
     ), [("a", "int"), ("b", "int")])
     step(results, "plan 1000 x 1000 IN cross product (max_scans 1000)",
-         lambda: plan_filter(cross, [("a", "int"), ("b", "int")]))
+         lambda: plan_key_ranges(cross, [("a", "int"), ("b", "int")]))
 
 
 def metastore_or(size: int, results: list[dict]) -> None:

@@ -7,8 +7,8 @@ written by Spark through `sgs.write`. Then, in one warm session, times each quer
 (`limit(1).collect()`) and for a full scan (count and sum over every row):
 
 - sargable: `sgs.read(spark, table, where=...)` (metastore pruning + file statistics, then Spark reads the files),
-  warm (one open Metastore, the process's listing cache filled) and cold (a new Metastore opened from its URL and
-  the listing cache emptied before each run: what a new application pays);
+  warm (one open Metastore, its listing cache filled) and cold (the metastore named by its URL, its plan and
+  listing caches emptied before each run: what a new application pays, less opening the store);
 - Spark, cold: `spark.read.parquet(location).where(...)` after `refreshByPath` (what a new application pays: the
   listing of every partition folder);
 - Spark, cached: the same with Spark's file-status cache already filled by an earlier read in the session.
@@ -31,8 +31,7 @@ from rich.table import Table
 
 from sargable import spark as sgs
 from sargable.errors import NoSuchObjectError
-from sargable.metastore import Metastore
-from sargable.spark.scan import _LISTINGS
+from sargable.metastore import Metastore, shared
 
 TABLE = "bench.scan"
 FIRST_DAY = dt.date(2020, 1, 1)
@@ -124,7 +123,7 @@ def main() -> None:
             spark.catalog.refreshByPath(location)
 
         def forget() -> None:
-            _LISTINGS.clear()
+            shared(ms.url).clear_caches()
 
         with console.status("warming up the JVM"):
             for _ in range(2):

@@ -72,7 +72,7 @@ def day_scans(store: Store, n: int, samples: int) -> list[float]:
     timings = []
     for _ in range(samples):
         day = DAY0 + dt.timedelta(days=rng.randrange(max(1, n // 1000)))
-        start, stop = keys.range_for([day], TYPES)
+        start, stop = keys.prefix_range([day], TYPES)
         started = time.perf_counter()
         found = sum(1 for _ in store.scan("bench", start, stop))
         timings.append((time.perf_counter() - started) * 1000)

@@ -50,7 +50,7 @@ def test_only_top_level_conjuncts_are_analysed() -> None:
 
 def test_unsupported_shapes_stay_residual() -> None:
     expr = and_(
-        Comparison("=", sg.Func("upper", (col("s"),)), Literal("A", sg.parse_type("string"))),
+        Comparison("=", sg.expr.Func("upper", (col("s"),)), Literal("A", sg.parse_type("string"))),
         Comparison("=", col("x"), col("y")),
         Comparison("=", col("x"), Literal(None, sg.parse_type("int"))),
         Comparison("=", Literal(1, sg.parse_type("int")), Literal(1, sg.parse_type("int"))),

@@ -249,6 +249,7 @@ def test_vacuum_lists_and_deletes_only_unreferenced_files(capsys, tmp_path, meta
         "deleted": False,
         "older_than": 0.0,
         "files": [str(stray)],
+        "kept": [],
     }
     assert stray.exists()
     code, out, _ = run(capsys, *base, "--older-than", "0", "--delete", "--json")

@@ -80,8 +80,8 @@ def test_footers_are_read_on_executors(cluster_run):
 
 
 def test_concurrent_writes_both_land(cluster_run):
+    from sargable.fs import FileSystem, hidden
     from sargable.metastore import Metastore
-    from sargable.spark.files import FileSystem
 
     results, url = cluster_run
     with Metastore.open(url) as ms:
@@ -96,7 +96,8 @@ def test_concurrent_writes_both_land(cluster_run):
     assert stats.rows == len(rows_for(DAYS_A + DAYS_B))
     assert stats.partitions == len(expected)
     assert stats.bytes == sum(f.size_bytes for f in files)
-    on_disk = {path for path, _, _ in FileSystem.at(table.location).list_files(table.location)}
+    fs = FileSystem.at(table.location)
+    on_disk = {e.path for e in fs.walk(fs.location, lambda e: not hidden(e.path.rsplit("/", 1)[1])) if e.kind == "file"}
     assert on_disk == {f.path for f in files}
     assert table.version == 2  # one commit per driver
 

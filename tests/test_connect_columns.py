@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import sargable as sg
 from sargable.errors import SargableError
 from sargable.expr import bind, columns_of, parse, walk
-from sargable.spark.columns import UntranslatableColumn, from_column, split_column
+from sargable.spark.translate import Untranslatable, from_column, split_column
 
 pytest.importorskip("pyspark")
 for _module in ("grpc", "google.protobuf", "pandas", "pyarrow"):
@@ -44,22 +44,22 @@ CASES: list[tuple[Callable[[Any], Any], sg.Expr]] = [
         sg.and_(d >= dt.date(2024, 1, 1), s.like("x%", "\\")),
     ),
     (lambda F: F.col("a").isin(1, 2) | F.col("s").isNull(), sg.or_(a.isin(1, 2), s.is_null())),
-    (lambda F: F.col("a") != 3, sg.Not(a.eq(3))),
-    (lambda F: ~(F.col("s") == "it's"), sg.Not(s.eq("it's"))),
+    (lambda F: F.col("a") != 3, sg.expr.Not(a.eq(3))),
+    (lambda F: ~(F.col("s") == "it's"), sg.expr.Not(s.eq("it's"))),
     (lambda F: F.col("a").between(1, 3), sg.and_(a >= 1, a <= 3)),
     (lambda F: F.col("a").eqNullSafe(None), a.null_safe_eq(None)),
     (lambda F: F.col("s").startswith("a_b"), s.like("a\\_b%", "\\")),
     (lambda F: F.col("s").endswith("z"), s.like("%z", "\\")),
     (lambda F: F.col("s").contains("%"), s.like("%\\%%", "\\")),
-    (lambda F: F.col("s").rlike("^a.*"), sg.Regex(s, "^a.*")),
+    (lambda F: F.col("s").rlike("^a.*"), sg.expr.Regex(s, "^a.*")),
     (lambda F: F.col("a").isNotNull(), a.is_not_null()),
-    (lambda F: F.lit(3) < F.col("a"), sg.Comparison("<", sg.lit(3), a)),
+    (lambda F: F.lit(3) < F.col("a"), sg.expr.Comparison("<", sg.lit(3), a)),
     (lambda F: F.col("t") == dt.datetime(2024, 1, 2, 3, 4, 5), sg.col("t").eq(dt.datetime(2024, 1, 2, 3, 4, 5))),
     (lambda F: F.col("p") == Decimal("1.50"), sg.col("p").eq(Decimal("1.50"))),
     (lambda F: F.expr("a > 5 and s = 'x'"), sg.and_(a > 5, s.eq("x"))),
     (lambda F: F.col("`a.b`") == 1, sg.col("a.b").eq(1)),
     (lambda F: F.col("`a``b`").isNull(), sg.col("a`b").is_null()),
-    (lambda F: F.col("x") > F.lit(None), sg.Comparison(">", sg.col("x"), sg.lit(None))),
+    (lambda F: F.col("x") > F.lit(None), sg.expr.Comparison(">", sg.col("x"), sg.lit(None))),
     (lambda F: F.col("x") <= 1.5, sg.col("x") <= 1.5),
     (lambda F: F.col("b") == True, sg.col("b").eq(True)),  # noqa: E712
 ]
@@ -93,7 +93,7 @@ def test_connect_column_translates_like_classic(spark: object, index: int) -> No
 def test_untranslatable_connect_columns(spark: object, index: int) -> None:
     build = UNTRANSLATABLE[index]
     for functions in (CF, F):
-        with pytest.raises(UntranslatableColumn):
+        with pytest.raises(Untranslatable):
             from_column(build(functions))
         expr, leftover = split_column(build(functions))
         assert expr is None and len(leftover) == 1
@@ -124,7 +124,7 @@ def test_deep_connect_column_translates_without_recursion() -> None:
     column = ConnectColumn(node)
     expr = from_column(column)
     assert len(columns_of(expr)) == 2
-    count = sum(1 for part in walk(expr) if isinstance(part, sg.Comparison))
+    count = sum(1 for part in walk(expr) if isinstance(part, sg.expr.Comparison))
     assert count == depth
     translated, leftover = split_column(
         ConnectColumn(E.UnresolvedFunction("and", [node, (CF.upper("s") == "X")._expr]))
@@ -133,9 +133,9 @@ def test_deep_connect_column_translates_without_recursion() -> None:
 
 
 def test_not_a_column() -> None:
-    with pytest.raises(UntranslatableColumn):
+    with pytest.raises(Untranslatable):
         from_column("a > 5")
-    assert issubclass(UntranslatableColumn, SargableError)
+    assert issubclass(Untranslatable, SargableError)
 
 
 # Random filters, built three ways: filter text, a Connect Column, a classic Column.
@@ -242,13 +242,13 @@ def test_column_names_split_like_spark(spark: object, name: str) -> None:
     """Connect identifiers are split as Spark splits the classic Column's (dots separate, backquotes quote)."""
     try:
         classic: sg.Expr | None = from_column(F.col(name).isNull())
-    except UntranslatableColumn:
+    except Untranslatable:
         classic = None
     except Exception:  # the JVM refuses the name: a malformed identifier
         classic = None
     try:
         connect: sg.Expr | None = from_column(CF.col(name).isNull())
-    except UntranslatableColumn:
+    except Untranslatable:
         connect = None
     assert connect == classic, name
 
@@ -290,7 +290,7 @@ def test_timestamp_literals_read_in_the_session_time_zone(spark: object, value: 
         translated, leftover = split_column(column, time_zone=zone)
         if expected is None:
             assert translated == a.eq(1) and len(leftover) == 1, (value, zone)
-            with pytest.raises(UntranslatableColumn):
+            with pytest.raises(Untranslatable):
                 from_column(column, time_zone=zone)
         else:
             assert translated == sg.and_(sg.col("t") >= expected, a.eq(1)), (value, zone)
@@ -321,10 +321,10 @@ def test_java_instant_literal(spark: Any) -> None:
     instant = jvm.java.time.Instant.parse("2024-06-30T23:59:58.123456Z")
     column = ClassicColumn(jvm.org.apache.spark.sql.functions.lit(instant)) < F.col("t")
     expected = dt.datetime(2024, 6, 30, 23, 59, 58, 123456, tzinfo=dt.UTC).astimezone(ZoneInfo("Asia/Tokyo"))
-    assert from_column(column, time_zone="Asia/Tokyo") == sg.Comparison(
+    assert from_column(column, time_zone="Asia/Tokyo") == sg.expr.Comparison(
         "<", sg.lit(expected.replace(tzinfo=None)), sg.col("t")
     )
-    with pytest.raises(UntranslatableColumn):
+    with pytest.raises(Untranslatable):
         from_column(column)
 
 
@@ -333,5 +333,5 @@ def test_unknown_time_zone_leaves_timestamp_conjuncts_to_spark(spark: object) ->
         column = (functions.col("t") == dt.datetime(2024, 1, 1)) & (functions.col("a") == 1)
         translated, leftover = split_column(column, time_zone="Mars/Olympus")
         assert translated == a.eq(1) and len(leftover) == 1
-        with pytest.raises(UntranslatableColumn, match="Mars/Olympus"):
+        with pytest.raises(Untranslatable, match="Mars/Olympus"):
             from_column(column, time_zone="Mars/Olympus")

@@ -29,7 +29,7 @@ import pytest
 
 from metastore_fixtures import BACKENDS, fresh_url
 from sargable.metastore import Metastore
-from sargable.metastore.core import FILE_PATHS, FILES
+from sargable.metastore.schema import FILE_PATHS, FILES
 from sargable.stats import ColumnStats, FileStats
 
 DB, TABLE = "crash", "events"

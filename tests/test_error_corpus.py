@@ -101,6 +101,11 @@ CORPUS = [
     ("x = CAST(1 INT)", "expected AS and a type after '1', found 'INT'", 11),
     ("x = CAST(1 AS INT", "expected ')' to close the CAST( at position 4", 17),
     ("x = CAST(1 AS)", "expected a type name such as INT", 13),
+    ("x = CAST(1 AS array<int>)", "bad CAST type: a literal can't be cast to array", 14),
+    ("x = CAST(1 AS binary)", "bad CAST type: a literal can't be cast to binary", 14),
+    # IS TRUE / IS FALSE
+    ("a = 1 is maybe", "expected TRUE or FALSE after 'is', found 'maybe'", 9),
+    ("a = 1 is not", "expected TRUE or FALSE after 'not', found end of filter", 12),
     # numbers
     ("x = 1e999", "number 1e999 is out of range for a double", 4),
     ("x = " + "9" * 39, "integer literal has more than 38 digits", 4),
@@ -159,8 +164,25 @@ def test_caret_on_a_long_line_stays_near_the_position() -> None:
 HIVE_CORPUS = [
     ("p1 like 'a('", "invalid regular expression 'a('", 8),
     ("p1 like 'a' escape '!'", "ESCAPE does not apply to the hive dialect's LIKE", 12),
-    ("p1 like '(?i)a'", "global flags not at the start", 8),
     ("p1 like 'a)|(b'", "unbalanced parenthesis", 8),
+    ("p1 like 'x{,3}'", "illegal repetition", 8),
+    # Java regular expressions without an exact Python translation
+    ("p1 like '(?u)a'", "the (?u) flag (Unicode case and classes), at position 0, has no exact equivalent", 8),
+    ("p1 like '\\p{L}+'", "\\p{L}, at position 0, has no exact equivalent; only the POSIX classes", 8),
+    ("p1 like '[^a[b]]'", "a negated class holding a nested class or && (Java 8 and 9+ differ)", 8),
+    ("p1 rlike '\\bx'", "write a look-around such as (?<![A-Za-z0-9_])", 9),
+    ("p1 like '(?<=a+)b'", "Python's re rejects it (look-behind requires fixed-width pattern)", 8),
+    # Hive's own forms, wrongly used
+    ("'x' like p1", "expected a quoted LIKE pattern (the column goes on the left of LIKE) after 'like'", 9),
+    ("p1 like 5", "expected a quoted LIKE pattern after 'like', found '5'", 8),
+    ("(a, b) in ((1), (2, 3))", "this row has 1 value but the IN at position 0 names 2 columns", 11),
+    ("(struct(a, b)) in (const struct(1, 2, 3))", "this row has 3 values but the IN at position 0 names 2", 19),
+    ("(a, b) in (1, 2)", "expected a row of values such as (1, 'x') or struct(1, 'x') after '(', found '1'", 11),
+    ("a = 'abc\\'", "unterminated string: no closing ' after this one (in the hive dialect a backslash", 4),
+    ("a = 2024-13-01", "bad DATE literal: '2024-13-01' is not a valid date: month must be in 1..12", 4),
+    ("a = 2024-01-01 25:00:00", "bad TIMESTAMP literal", 4),
+    ("a = 1 b = 2", "expected AND, OR, ')' or end of filter after '1', found 'b'", 6),
+    ("(a = 1) is null", "expected TRUE or FALSE (IS NULL tests a value, not a predicate) after 'is'", 11),
 ]
 
 
@@ -188,11 +210,11 @@ def test_empty_text_and_wrong_input_types() -> None:
     "build",
     [
         lambda: sg.col(""),
-        lambda: sg.Comparison("~=", sg.col("a"), sg.lit(1)),
-        lambda: sg.In(sg.col("a"), ()),
-        lambda: sg.Like(sg.col("a"), sg.lit("x%"), escape="ab"),
-        lambda: sg.And((sg.col("a") == 1,)),
-        lambda: sg.Or((sg.col("a") == 1,)),
+        lambda: sg.expr.Comparison("~=", sg.col("a"), sg.lit(1)),
+        lambda: sg.expr.In(sg.col("a"), ()),
+        lambda: sg.expr.Like(sg.col("a"), sg.lit("x%"), escape="ab"),
+        lambda: sg.expr.And((sg.col("a") == 1,)),
+        lambda: sg.expr.Or((sg.col("a") == 1,)),
     ],
     ids=["empty column name", "unknown operator", "empty IN", "two-character ESCAPE", "one-child AND", "one-child OR"],
 )

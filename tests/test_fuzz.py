@@ -33,7 +33,7 @@ from sargable import keys
 from sargable.errors import SargableError
 from sargable.expr import Comparison, IsNull, Literal, and_, bind, col, columns_of, normalize, to_dnf
 from sargable.metastore import Metastore, Partition
-from sargable.plan import plan_filter
+from sargable.plan import plan_key_ranges
 from sargable.types import convert, format_value, parse_type
 from strategies import ALL_TYPES, PARTITION_KEY_TYPES, data_types, predicates, schemas, values
 
@@ -149,7 +149,7 @@ def _check_parsed(expr: sg.Expr, schema: list) -> None:
         return
     attempt(normalize, bound)
     attempt(to_dnf, bound, 64)
-    attempt(plan_filter, bound, schema, max_scans=64)
+    attempt(plan_key_ranges, bound, schema, max_scans=64)
 
 
 @budget(400)
@@ -219,7 +219,7 @@ def test_loads_mutated_payloads(case: tuple[list, bytes]) -> None:
     ok, bound = attempt(bind, expr, schema)
     if ok:
         attempt(normalize, bound)
-        attempt(plan_filter, bound, schema, max_scans=64)
+        attempt(plan_key_ranges, bound, schema, max_scans=64)
 
 
 # ------------------------------------------------------------------------------------------------ key bytes

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import strategies
 from sargable import keys
-from sargable.metastore import Partition, Table
+from sargable.metastore import Partition, TableDefinition
 from sargable.types import parse_type
 
 pytest.importorskip("pymetastore")
@@ -61,7 +61,7 @@ def tables_and_partitions(draw):
         )
     )
     params = draw(_params)
-    table = Table(
+    table = TableDefinition(
         database="db",
         name="tb",
         table_id=7,
@@ -128,8 +128,8 @@ def test_message_header_is_the_runtimes():
     assert message_header("get_table", TMessageType.REPLY, 2**31 - 1) == buffer.getvalue()
 
 
-def _table(table_id: int, version: int) -> Table:
-    return Table("d", f"t{table_id}", table_id, (), (("p", parse_type("int")),), "/w", {}, (), version)
+def _table(table_id: int, version: int) -> TableDefinition:
+    return TableDefinition("d", f"t{table_id}", table_id, (), (("p", parse_type("int")),), "/w", {}, (), version)
 
 
 _OPS = st.lists(
@@ -178,11 +178,11 @@ def test_reply_cache_drops_older_versions_and_rebuilds_codecs_on_definition_chan
 
 
 def test_partition_with_own_storage_is_encoded_by_the_runtime():
-    table = Table("d", "t", 1, (("x", parse_type("int")),), (("ds", parse_type("string")),), "/w/t")
+    table = TableDefinition("d", "t", 1, (("x", parse_type("int")),), (("ds", parse_type("string")),), "/w/t")
     own = Storage(input_format="in", serde_lib="lib", num_buckets=3)
     part = Partition(table, ("a",), None, encode_partition(PartitionExtras(create_time=5, storage=own), {"k": "v"}))
     view = TableView(table)
     got = ttypes.Partition()
     got.read(TBinaryProtocol(TMemoryBuffer(TableCodec(view).partition(part))))
     assert got.sd.inputFormat == "in" and got.sd.numBuckets == 3 and got.createTime == 5
-    assert got.parameters == {"k": "v"} and got.sd.location == "/w/t/ds=a"
+    assert got.parameters == {"k": "v"} and got.sd.location == "file:/w/t/ds=a"

@@ -211,6 +211,7 @@ def test_two_servers_over_one_postgresql_serve_one_catalog(postgres_url, tmp_pat
             one.create_database(ttypes.Database(name=DB, locationUri=f"s3a://bucket/{DB}.db"))
             one.create_table(_table("t"))
             assert two.get_table(DB, "t").tableName == "t"
+            assert one.get_metastore_db_uuid() == two.get_metastore_db_uuid() != ""
             model: set[tuple[str, str]] = set()
             rng = random.Random(5)
 

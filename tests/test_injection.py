@@ -266,15 +266,16 @@ def _round_trips(ms: Metastore, table: str, key: str, value: Any, partition: Par
 
 
 def test_partition_values(guarded: Capture) -> None:
-    """A string partition key takes any text but lone surrogates (no UTF-8 form) and keys over the store limit;
-    '' and Hive's NULL folder name are NULL, as in Hive."""
+    """A string partition key takes any text but lone surrogates (no UTF-8 form), NUL (no folder name holds it) and
+    keys over the store limit; '' and Hive's NULL folder name are NULL, as in Hive."""
     ms = guarded.ms
     ms.create_database("db")
     ms.create_table("db", "t", [("x", "int")], [("p", "string")])
     ms.create_table("db", "typed", [("x", "int")], [("n", "int"), ("d", "date")])
     refused = []
     for value in dict.fromkeys(HOSTILE):
-        if _refused(lambda v=value: ms.add_partitions("db", "t", [{"p": v}], if_not_exists=True), r"surrogate|longer"):
+        add = lambda v=value: ms.add_partitions("db", "t", [{"p": v}], if_not_exists=True)  # noqa: E731
+        if _refused(add, r"surrogate|longer|NUL"):
             refused.append(value)
             continue
         (partition,) = ms.get_partitions_by_names("db", "t", [{"p": value}])
@@ -282,8 +283,8 @@ def test_partition_values(guarded: Capture) -> None:
         if value != "__HIVE_DEFAULT_PARTITION__":
             assert _refused(lambda v=value: ms.add_partitions("db", "typed", [{"n": v, "d": "2024-01-01"}]), r"\(int\)")
             assert _refused(lambda v=value: ms.add_partitions("db", "typed", [{"n": 1, "d": v}]), r"\(date\)")
-    assert refused == ["\ud800", "a\udfffb"]
-    assert ms.count_partitions("db", "t") == len(set(HOSTILE)) - 3
+    assert refused == ["\x00", "a\x00b", "\ud800", "a\udfffb"]
+    assert ms.count_partitions("db", "t") == len(set(HOSTILE)) - 5
     assert ms.list_partition_names("db", "typed") == []
 
 
@@ -310,7 +311,9 @@ def test_column_names(guarded: Capture) -> None:
 
 
 def test_parameters_locations_and_file_paths(guarded: Capture) -> None:
-    """Hostile partition parameters, table properties and file paths are stored and read back exactly."""
+    """Hostile partition parameters, table properties and file paths are stored and read back exactly; a file path
+    is stored in its canonical form (`//` collapsed); one holding NUL (no file system can hold it) or a `..`
+    component (which could name a file outside the table) is refused."""
     ms = guarded.ms
     ms.create_database("db")
     props = {v: v for v in HOSTILE[:20]}
@@ -320,16 +323,20 @@ def test_parameters_locations_and_file_paths(guarded: Capture) -> None:
     paths = []
     for index, value in enumerate(v for v in dict.fromkeys(HOSTILE) if len(v) < 1000 and not SURROGATES.search(v)):
         path = f"{location}/p=v/{index}-{value}.parquet"
-        ms.commit("db", "t", add_files=[FileStats(path=path, row_count=1, size_bytes=1, partition={"p": "v"})])
-        paths.append(path)
-        assert ms.has_file("db", "t", path)
+        file = FileStats(path=path, row_count=1, size_bytes=1, partition={"p": "v"})
+        if "\x00" in value or ".." in path.split("/"):
+            assert _refused(lambda f=file: ms.commit("db", "t", add_files=[f]), r"NUL|'\.\.'")
+            continue
+        ms.commit("db", "t", add_files=[file])
+        paths.append(re.sub("/+", "/", path))
+        assert ms.has_file("db", "t", path) and ms.has_file("db", "t", paths[-1])
         ms.alter_partition("db", "t", {"p": "v"}, parameters={value: value})
         (partition,) = ms.get_partitions_by_names("db", "t", ["p=v"])
         assert partition.parameters == {value: value}
     assert sorted(f.path for f in ms.list_files("db", "t")) == sorted(paths)
     ms.commit("db", "t", remove_files=paths[::2])
     assert sorted(f.path for f in ms.list_files("db", "t")) == sorted(paths[1::2])
-    bad_path = FileStats(path="\ud800", row_count=1, size_bytes=1, partition={"p": "v"})
+    bad_path = FileStats(path=f"{location}/\ud800", row_count=1, size_bytes=1, partition={"p": "v"})
     assert _refused(lambda: ms.commit("db", "t", add_files=[bad_path]), r"lone surrogate")
 
 

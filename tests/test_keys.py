@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from sargable import keys
 from sargable.errors import KeyEncodingError
+from sargable.plan.keyrange import not_null_range, null_range, range_for
 from sargable.types import INTEGER_RANGES
 
 # --- oracle ----------------------------------------------------------------------------------------------------
@@ -158,12 +159,13 @@ def test_prefix_encodings_bound_the_keys_that_extend_them(case, data):
         assert key.startswith(prefix)
         end = keys.prefix_end(prefix)
         assert prefix <= key and (end is None or key < end)
-        start, stop = keys.range_for(row[:k], types)
+        assert keys.prefix_range(row[:k], types) == (prefix, end)
+        start, stop = range_for(row[:k], types)
         assert start <= key and (stop is None or key < stop)
     for other in rows[1:]:
         other_key = keys.encode(other, types)
         k = data.draw(st.integers(0, len(types)))
-        start, stop = keys.range_for(row[:k], types)
+        start, stop = range_for(row[:k], types)
         inside = start <= other_key and (stop is None or other_key < stop)
         assert inside == all(same(a, b) for a, b in zip(row[:k], other[:k], strict=True))
 
@@ -250,7 +252,7 @@ def _selected(rows, types, start, stop):
 @given(range_cases())
 def test_range_for_selects_exactly_the_matching_keys(case):
     types, rows, prefix, lower, upper = case
-    start, stop = keys.range_for(prefix, types, lower=lower, upper=upper)
+    start, stop = range_for(prefix, types, lower=lower, upper=upper)
     k = len(prefix)
     expected = [
         row for row in rows
@@ -267,26 +269,26 @@ def test_null_and_not_null_ranges(case):
     types, rows, prefix, _, _ = case
     k = len(prefix)
     matches = [row for row in rows if all(same(a, b) for a, b in zip(row[:k], prefix, strict=True))]
-    assert _selected(rows, types, *keys.null_range(prefix, types)) == [r for r in matches if r[k] is None]
-    assert _selected(rows, types, *keys.not_null_range(prefix, types)) == [r for r in matches if r[k] is not None]
+    assert _selected(rows, types, *null_range(prefix, types)) == [r for r in matches if r[k] is None]
+    assert _selected(rows, types, *not_null_range(prefix, types)) == [r for r in matches if r[k] is not None]
 
 
 def test_range_for_clamps_literals_outside_the_domain():
     enc = keys.encode_field
-    assert keys.range_for([], ["int"], lower=(3.5, True))[0] == enc(4, "int")
-    assert keys.range_for([], ["int"], lower=(3, False))[0] == enc(4, "int")
-    start, stop = keys.range_for([], ["int"], upper=(10**30, False))
+    assert range_for([], ["int"], lower=(3.5, True))[0] == enc(4, "int")
+    assert range_for([], ["int"], lower=(3, False))[0] == enc(4, "int")
+    start, stop = range_for([], ["int"], upper=(10**30, False))
     assert start == enc(-(2**31), "int") and stop is not None and stop > enc(2**31 - 1, "int")
-    assert keys.is_empty(*keys.range_for([], ["int"], lower=(10**30, True)))
-    assert keys.is_empty(*keys.range_for([], ["tinyint"], upper=(-129, True)))
-    assert keys.is_empty(*keys.range_for([3.5], ["int", "int"]))
+    assert keys.is_empty(*range_for([], ["int"], lower=(10**30, True)))
+    assert keys.is_empty(*range_for([], ["tinyint"], upper=(-129, True)))
+    assert keys.is_empty(*range_for([3.5], ["int", "int"]))
     dec = "decimal(5,2)"
-    assert keys.range_for([], [dec], lower=(Decimal("1.001"), True))[0] == enc(Decimal("1.01"), dec)
+    assert range_for([], [dec], lower=(Decimal("1.001"), True))[0] == enc(Decimal("1.01"), dec)
     second = dt.datetime(2024, 1, 1, 0, 0, 1)
-    assert keys.range_for([], ["date"], lower=(second, True))[0] == enc(dt.date(2024, 1, 2), "date")
-    assert keys.range_for([dt.datetime(2024, 1, 1)], ["date"]) == keys.range_for([dt.date(2024, 1, 1)], ["date"])
-    assert keys.is_empty(*keys.range_for([dt.datetime(2024, 1, 1, 12)], ["date"]))
-    assert keys.range_for([], ["double"], lower=(Decimal("0.1"), True))[0] == enc(0.1, "double")
+    assert range_for([], ["date"], lower=(second, True))[0] == enc(dt.date(2024, 1, 2), "date")
+    assert range_for([dt.datetime(2024, 1, 1)], ["date"]) == range_for([dt.date(2024, 1, 1)], ["date"])
+    assert keys.is_empty(*range_for([dt.datetime(2024, 1, 1, 12)], ["date"]))
+    assert range_for([], ["double"], lower=(Decimal("0.1"), True))[0] == enc(0.1, "double")
 
 
 def test_empty_range_moves_under_a_table_prefix_and_stays_empty():
@@ -304,7 +306,7 @@ def test_float_special_values():
     assert encoded == sorted(encoded) and len(set(encoded)) == len(encoded)
     assert keys.encode_field(-0.0, "double") == keys.encode_field(0.0, "double")
     assert keys.encode_field(float("-nan"), "float") == keys.encode_field(math.nan, "float")
-    assert keys.range_for([], ["double"], lower=(math.nan, True))[0] == keys.encode_field(math.nan, "double")
+    assert range_for([], ["double"], lower=(math.nan, True))[0] == keys.encode_field(math.nan, "double")
 
 
 def test_strings_with_nul_and_any_code_point():
@@ -342,11 +344,11 @@ def test_invalid_arguments_raise_key_encoding_error():
     with pytest.raises(KeyEncodingError):
         keys.field_slice(keys.encode([1], ["int"]), ["int"], 1)
     with pytest.raises(KeyEncodingError):
-        keys.range_for([1], ["int"], lower=(1, True))
+        range_for([1], ["int"], lower=(1, True))
     with pytest.raises(KeyEncodingError):
-        keys.range_for([], ["int"], lower=("x", True))
+        range_for([], ["int"], lower=("x", True))
     with pytest.raises(KeyEncodingError):
-        keys.range_for([], ["int"], lower=(None, True))
+        range_for([], ["int"], lower=(None, True))
     with pytest.raises(KeyEncodingError):
         keys.encode_field(1, ["int"])
 

@@ -191,7 +191,7 @@ def test_commit_adds_partitions_and_files_atomically(metastore: Metastore) -> No
         for d in (1, 2)
     ]
     result = metastore.commit("db", "t", add_files=files)
-    assert result["files_added"] == 2 and result["partitions_added"] == 2
+    assert result.files_added == 2 and result.partitions_added == 2
     assert metastore.list_partition_names("db", "t") == ["ds=2024-01-01", "ds=2024-01-02"]
     listed = metastore.list_files("db", "t")
     assert [f.path for f in listed] == [f.path for f in files]
@@ -229,6 +229,10 @@ def test_catalog_errors(metastore: Metastore) -> None:
         metastore.create_table("db", "t", [("x", "decimal(50,2)")])
     with pytest.raises(sg.MetastoreError, match="twice"):
         metastore.create_table("db", "t", [("x", "int")], [("X", "int")])
+    for unordered in ["binary", "array<int>", "map<string,int>", "struct<a:int>"]:
+        with pytest.raises(sg.MetastoreError, match="can't key partitions"):
+            metastore.create_table("db", "t", [("x", "int")], [("p", unordered)])
+    assert metastore.list_tables("db") == []
     metastore.create_table("db", "t", [("x", "int")], [("p", "int")])
     assert metastore.list_tables("db") == ["t"] and metastore.list_tables() == ["db.t"]
     with pytest.raises(sg.NoSuchObjectError):

@@ -28,7 +28,7 @@ import sargable as sg
 from metastore_fixtures import BACKENDS, fresh_url
 from sargable import keys
 from sargable.metastore import Metastore
-from sargable.metastore.core import KEYSPACES, PARTITIONS
+from sargable.metastore.schema import KEYSPACES, PARTITIONS
 from sargable.stats import ColumnStats, FileStats
 
 DB, TABLE = "c", "events"
@@ -325,7 +325,7 @@ def test_a_killed_writer_leaves_nothing_and_releases_its_locks(url: str) -> None
     proc.join(120)
     assert proc.exitcode == -signal.SIGKILL
     assert dump(ms) == before
-    assert ms.commit(DB, TABLE, add_files=_files(8, 0))["files_added"] == 2
+    assert ms.commit(DB, TABLE, add_files=_files(8, 0)).files_added == 2
     assert ms.count_partitions(DB, TABLE) == FILLERS + 6
     ms.close()
 
@@ -472,7 +472,7 @@ def test_racing_create_table_of_one_name_creates_it_once(url: str) -> None:
         lambda ms: ms.create_table(DB, "same", [("x", "int")], [("p", "int")]),
         lambda ms: ms.create_table(DB, "same", [("y", "string")], [("q", "string")]),
     )
-    assert isinstance(a, sg.metastore.Table)
+    assert isinstance(a, sg.metastore.TableDefinition)
     assert isinstance(b, sg.AlreadyExistsError)
     with _open(url) as ms:
         assert ms.get_table(DB, "same").columns == a.columns

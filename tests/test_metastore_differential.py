@@ -24,8 +24,13 @@ _counter = itertools.count()
 
 
 def _hive_row(schema, row):
-    """What the metastore stores for a row: Hive (and Spark) write an empty string partition value as NULL."""
-    return {name: (None if row[name] == "" and parse_type(t).is_string else row[name]) for name, t in schema}
+    """What the metastore stores for a row: Hive (and Spark) write an empty string partition value as NULL; NUL,
+    which no folder name can hold, is left out of string values (the metastore refuses it)."""
+    out = {}
+    for name, t in schema:
+        value = row[name].replace("\x00", "") if isinstance(row[name], str) else row[name]
+        out[name] = None if value == "" and parse_type(t).is_string else value
+    return out
 
 
 def _check(ms: Metastore, data) -> None:

@@ -212,6 +212,8 @@ def test_constant_folding_keeps_null_semantics() -> None:
     assert fold_constants(Not(NULL_LITERAL)) == NULL_LITERAL
     assert fold_constants(lit("x").like("x%")) == TRUE
     assert fold_constants(IsNull(lit(None))) == TRUE
+    assert fold_constants(Not(A.null_safe_eq(NULL_LITERAL))) == A.is_not_null()
+    assert normalize(Not(A.null_safe_eq(NULL_LITERAL))) == normalize(A.is_not_null()) == A.is_not_null()
 
 
 def test_nnf_examples() -> None:

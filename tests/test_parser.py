@@ -78,7 +78,8 @@ def test_hive_filters(text: str, expected: Expr) -> None:
 
 
 def test_hive_dialect_like_is_an_anchored_java_regex() -> None:
-    assert parse("p1 like 'p1.*'", dialect="hive") == Regex(col("p1"), "^(?:p1.*)\\Z")
+    java_dot = "[^\\n\\r\\x85\\u2028\\u2029]"
+    assert parse("p1 like 'p1.*'", dialect="hive") == Regex(col("p1"), f"^(?:p1{java_dot}*)\\Z")
     assert parse("p1 NOT LIKE 'a|b'", dialect="hive") == Regex(col("p1"), "^(?:a|b)\\Z", negated=True)
     assert parse("p1 like 'p1.*'") == Like(col("p1"), "p1.*")
 

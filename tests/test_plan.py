@@ -27,7 +27,7 @@ from sargable.plan import (
     ScanPlan,
     compile_key_filter,
     execute,
-    plan_filter,
+    plan_key_ranges,
 )
 from sargable.types import INT, parse_type
 from strategies import PARTITION_KEY_TYPES, pools_of, predicates, rows, schemas, tables, values
@@ -41,7 +41,7 @@ KEY_TYPES = (*PARTITION_KEY_TYPES, "char(4)", "float", "double")
 
 
 def plan(text: str, key_columns, **kwargs) -> FilterPlan:
-    return plan_filter(parse(text), key_columns, **kwargs)
+    return plan_key_ranges(parse(text), key_columns, **kwargs)
 
 
 def scan(start, end, key_filter=None, is_get=False) -> ScanPlan:
@@ -81,7 +81,7 @@ def matching(predicate, key_columns, key_rows, *, prefix=b"T", **kwargs) -> tupl
     names = [n for n, _ in key_columns]
     types = [parse_type(t) for _, t in key_columns]
     encoded = {prefix + keys.encode([r[n] for n in names], types): tuple(r[n] for n in names) for r in key_rows}
-    built = plan_filter(predicate, key_columns, **kwargs)
+    built = plan_key_ranges(predicate, key_columns, **kwargs)
     got = [encoded[k] for k, _ in execute(built, MemoryStore(dict.fromkeys(encoded, b"")), "main", prefix=prefix)]
     bound = sg.bind(predicate, key_columns)
     return got, [encoded[k] for k in true_keys(bound, names, encoded)], built
@@ -300,7 +300,7 @@ def test_like_prefix_is_a_range():
 def test_like_prefix_successor_at_code_point_edges(prefix, end):
     keys_ = [("s", "string"), ("n", "int")]
     pattern = prefix + "%"
-    built = plan_filter(Column("s").like(pattern), keys_)
+    built = plan_key_ranges(Column("s").like(pattern), keys_)
     expected_end = None if end is None else ScanMarker((end,), False)
     assert built.scans == [ScanPlan(ScanMarker((prefix,), True), expected_end)]
     assert prefix_successor(prefix) == end
@@ -327,8 +327,8 @@ def test_impossible_and_trivial_predicates():
     assert plan("p1 > 5 and p1 < 3", P2).scans == []
     assert plan("p1 > 4 and p1 < 5", P2).scans == []
     assert plan("p1 = 1 and p1 = 2", P1).scans == []
-    assert plan_filter(FALSE, P2).scans == [] and plan_filter(NULL_LITERAL, P2).scans == []
-    assert plan_filter(TRUE, P2).scans == [ScanPlan(None, None)]
+    assert plan_key_ranges(FALSE, P2).scans == [] and plan_key_ranges(NULL_LITERAL, P2).scans == []
+    assert plan_key_ranges(TRUE, P2).scans == [ScanPlan(None, None)]
     assert plan("1 = 1", P2).scans == [ScanPlan(None, None)] and plan("1 = 2 or p1 = 3", P1).scans == [get(3)]
     assert str(plan("p1 > 5 and p1 < 3", P2)) == "Empty (no key can match)"
 
@@ -364,9 +364,9 @@ def test_max_scans_caps_unions_and_cross_products():
     built = plan(f"p1 in ({values})", P1, max_scans=1000)
     assert built.scans == [scan(((0,), True), ((3998,), True), sg.bind(parse(f"p1 in ({values})"), P1))]
     wide = or_(*(col("p1").eq(i) for i in range(0, 4000, 2)))
-    capped = plan_filter(wide, P1, max_scans=10)
+    capped = plan_key_ranges(wide, P1, max_scans=10)
     assert len(capped.scans) == 1 and capped.scans[0].key_filter is not None
-    assert len(plan_filter(wide, P1, max_scans=5000).scans) == 2000
+    assert len(plan_key_ranges(wide, P1, max_scans=5000).scans) == 2000
     crossed = plan("p1 in (1,2,3,4,5,6) and c1 in (1,2,3,4,5,6)", P2, max_scans=10)
     assert 1 <= len(crossed.scans) <= 10
     got, expected, _ = matching(
@@ -383,36 +383,36 @@ def test_deep_and_wide_predicates_plan_without_recursion():
     for i in range(1, 10_000):
         deep = (col("p1").eq(i) | deep) if i % 2 else ((col("c1") >= 0) & deep)
     bound = sg.bind(deep, P2)
-    built = plan_filter(bound, P2)
+    built = plan_key_ranges(bound, P2)
     assert built.scans and len(built.scans) <= 1000
     encoded = {keys.encode([a, b], [INT, INT]): (a, b) for a in (0, 1, 9_998, 9_999, 10_000) for b in (-1, 0)}
     got = [k for k, _ in execute(built, MemoryStore(dict.fromkeys(encoded, b"")), "main")]
     assert got == true_keys(bound, ["p1", "c1"], encoded) and len(got) == 4
     wide = And(tuple(col("c1").ne(i) for i in range(10_000)))
-    assert plan_filter(wide & (col("p1") > 5), P2).scans[0].start == ScanMarker((5,), False)
+    assert plan_key_ranges(wide & (col("p1") > 5), P2).scans[0].start == ScanMarker((5,), False)
 
 
 def test_unbound_and_bound_expressions_give_the_same_plan():
     bound = sg.bind(parse("P1 > 3 and c1 = 4"), P2)
-    assert plan_filter(bound, P2) == plan("P1 > 3 and c1 = 4", P2)
-    assert plan_filter(Comparison(">", Column("p1", INT), Literal(3, INT)), P2).scans == [scan(((3,), False), None)]
+    assert plan_key_ranges(bound, P2) == plan("P1 > 3 and c1 = 4", P2)
+    assert plan_key_ranges(Comparison(">", Column("p1", INT), Literal(3, INT)), P2).scans == [scan(((3,), False), None)]
 
 
 def test_errors_are_sargable_errors():
     with pytest.raises(BindError, match="unknown column 'x'"):
         plan("x = 1", P2)
     with pytest.raises(BindError, match="key_columns"):
-        plan_filter(parse("p1 = 1"), [])
+        plan_key_ranges(parse("p1 = 1"), [])
     with pytest.raises(BindError, match="appears twice"):
-        plan_filter(parse("p1 = 1"), [("p1", "int"), ("P1", "int")])
+        plan_key_ranges(parse("p1 = 1"), [("p1", "int"), ("P1", "int")])
     with pytest.raises(SargableError, match="unknown type"):
-        plan_filter(parse("p1 = 1"), [("p1", "integr")])
+        plan_key_ranges(parse("p1 = 1"), [("p1", "integr")])
     with pytest.raises(BindError, match="expression"):
-        plan_filter("p1 = 1", P1)  # type: ignore[arg-type]
+        plan_key_ranges("p1 = 1", P1)  # type: ignore[arg-type]
     with pytest.raises(SargableError, match="max_scans"):
         plan("p1 = 1", P1, max_scans=0)
     with pytest.raises(BindError, match="bound as"):
-        plan_filter(Comparison("=", Column("p1", parse_type("string")), Literal("1", parse_type("string"))), P1)
+        plan_key_ranges(Comparison("=", Column("p1", parse_type("string")), Literal("1", parse_type("string"))), P1)
     with pytest.raises(SargableError):
         ScanPlan(ScanMarker((1,), True), ScanMarker((2,), True), None, True)
     with pytest.raises(SargableError):
@@ -492,7 +492,7 @@ def test_plan_algebra_matches_or_and_and(data):
     types = [parse_type(t) for _, t in schema]
     encoded = {keys.encode([r[n] for n in names], types): tuple(r[n] for n in names) for r in table}
     store = MemoryStore(dict.fromkeys(encoded, b""))
-    pa, pb = plan_filter(a, schema), plan_filter(b, schema)
+    pa, pb = plan_key_ranges(a, schema), plan_key_ranges(b, schema)
     for combined, truth in ((pa.or_(pb), Or((a, b))), (pa.and_(pb), And((a, b)))):
         got = [encoded[k] for k, _ in execute(combined, store, "main")]
         want = [encoded[k] for k in true_keys(truth, names, encoded)]
@@ -524,7 +524,7 @@ def test_leading_column_predicates_examine_only_returned_keys(data):
     names = [n for n, _ in schema]
     types = [parse_type(t) for _, t in schema]
     encoded = {keys.encode([r[n] for n in names], types) for r in table}
-    built = plan_filter(predicate, schema)
+    built = plan_key_ranges(predicate, schema)
     assert all(s.key_filter is None for s in built.scans), str(built)
     stats = ExecutionStats()
     got = list(execute(built, MemoryStore(dict.fromkeys(encoded, b"")), "main", stats=stats))
@@ -537,7 +537,7 @@ def test_gets_are_exact_rows(data):
     schema = data.draw(schemas(types=PARTITION_KEY_TYPES, min_size=1, max_size=3))
     row = data.draw(rows(schema, nulls=True))
     predicate = sg.and_(*(Column(n).is_null() if row[n] is None else Column(n).eq(row[n]) for n, _ in schema))
-    built = plan_filter(predicate, schema)
+    built = plan_key_ranges(predicate, schema)
     assert [s.is_get for s in built.scans] == [True]
     assert built.scans[0].start.values == tuple(row[n] for n, _ in schema)  # type: ignore[union-attr]
 

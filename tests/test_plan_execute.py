@@ -17,7 +17,7 @@ from sargable.errors import SargableError
 from sargable.expr.evaluate import evaluate
 from sargable.expr.nodes import And, col
 from sargable.expr.parser import parse
-from sargable.plan import GET_BATCH, ExecutionStats, Explain, FilterPlan, execute, explain, plan_filter
+from sargable.plan import GET_BATCH, ExecutionStats, Explain, FilterPlan, execute, explain, plan_key_ranges
 from sargable.store import open_store
 from sargable.types import parse_type
 from strategies import PARTITION_KEY_TYPES, pools_of, predicates, schemas, tables
@@ -78,7 +78,7 @@ def check_execution(store, data) -> None:
     prefix = next_prefix(data.draw(st.booleans()))
     stored = load(store, schema, table, prefix)
     max_scans = data.draw(st.sampled_from([3, 1000]))
-    built = plan_filter(predicate, schema, max_scans=max_scans)
+    built = plan_key_ranges(predicate, schema, max_scans=max_scans)
     stats = ExecutionStats()
     got = list(execute(built, store, "main", schema, prefix=prefix, stats=stats))
     assert [k for k, _ in got] == truth(predicate, schema, stored), str(built)
@@ -127,7 +127,7 @@ def test_explain_reports_plan_and_costs(store):
     prefix = next_prefix(False)
     stored = load(store, HIVE, hive_table(), prefix)
     predicate = parse("ds = '2024-01-01' and hr >= 3 and country like 'U%'")
-    built = plan_filter(predicate, HIVE)
+    built = plan_key_ranges(predicate, HIVE)
     report = explain(built, store, "main", prefix=prefix)
     assert isinstance(report, Explain) and report.plan is built
     assert report.keys_returned == len(truth(sg.bind(predicate, HIVE), HIVE, stored)) == 9
@@ -143,7 +143,7 @@ def test_gets_are_batched_and_in_key_order(store):
     schema = [("n", "int")]
     stored = load(store, schema, [{"n": i} for i in range(-5, 2000, 3)] + [{"n": None}], prefix)
     wanted = list(range(2 * GET_BATCH + 7, -10, -1))
-    built = plan_filter(col("n").isin(wanted), schema, max_scans=5000)
+    built = plan_key_ranges(col("n").isin(wanted), schema, max_scans=5000)
     assert all(s.is_get for s in built.scans) and len(built.scans) == len(set(wanted))
     stats = ExecutionStats()
     got = [k for k, _ in execute(built, store, "main", prefix=prefix, stats=stats)]
@@ -157,7 +157,7 @@ def test_ranges_and_gets_interleave_in_key_order(store):
     schema = [("n", "int")]
     stored = load(store, schema, [{"n": i} for i in [None, *range(0, 40)]], prefix)
     predicate = parse("n = 3 or n between 10 and 12 or n = 20 or n > 37 or n is null or n = 99")
-    built = plan_filter(predicate, schema)
+    built = plan_key_ranges(predicate, schema)
     # NULL, 3 and 20 are gets; 99 lies inside n > 37, which absorbs it
     assert [s.is_get for s in built.scans] == [True, True, False, True, False]
     got = [k for k, _ in execute(built, store, "main", prefix=prefix)]
@@ -170,7 +170,7 @@ def test_full_scan_stays_inside_its_table_prefix(store):
     first, second = next_prefix(True), next_prefix(True)
     load(store, schema, [{"s": "a"}, {"s": None}], first)
     load(store, schema, [{"s": "b"}], second)
-    full = plan_filter(parse("s rlike 'a|b' or s is null"), schema)
+    full = plan_key_ranges(parse("s rlike 'a|b' or s is null"), schema)
     assert full.is_full_scan
     assert [k for k, _ in execute(full, store, "main", prefix=first)] == [
         first + keys.encode([None], ["string"]),
@@ -180,13 +180,14 @@ def test_full_scan_stays_inside_its_table_prefix(store):
 
 
 def test_empty_plan_reads_nothing(store):
-    report = explain(plan_filter(parse("n > 5 and n < 3"), [("n", "int")]), store, "main", prefix=next_prefix(False))
+    empty = plan_key_ranges(parse("n > 5 and n < 3"), [("n", "int")])
+    report = explain(empty, store, "main", prefix=next_prefix(False))
     assert (report.keys_examined, report.keys_returned, report.ranges_scanned, report.gets) == (0, 0, 0, 0)
     assert str(report).startswith("Empty")
 
 
 def test_execute_validates_its_arguments(sqlite_store):
-    built = plan_filter(parse("n = 1"), [("n", "int")])
+    built = plan_key_ranges(parse("n = 1"), [("n", "int")])
     with pytest.raises(SargableError, match="FilterPlan"):
         execute("n = 1", sqlite_store, "main")  # type: ignore[arg-type]
     with pytest.raises(SargableError, match="key columns"):

@@ -46,7 +46,7 @@ from sargable.expr import (
     transform,
 )
 from sargable.expr.nodes import COMPARISON_OPS
-from sargable.expr.parser import KEYWORDS
+from sargable.expr.tokens import KEYWORDS
 from sargable.types import (
     BIGINT,
     DATE,

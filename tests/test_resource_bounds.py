@@ -26,7 +26,7 @@ import pytest
 import sargable as sg
 from sargable.errors import ExpressionTooComplexError, FilterSyntaxError
 from sargable.metastore import Metastore
-from sargable.plan import DEFAULT_MAX_SCANS, plan_filter
+from sargable.plan import DEFAULT_MAX_SCANS, plan_key_ranges
 from test_fuzz import time_limit
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -69,7 +69,7 @@ def test_in_list_of_100_000_values() -> None:
         assert len(expr.values) == n
         bound = sg.bind(expr, schema)
         assert sg.loads(sg.dumps(bound)) == bound
-        return plan_filter(bound, schema)
+        return plan_key_ranges(bound, schema)
 
     plan = within(2 * KIB * n, "IN of 100,000", pipeline)
     assert 1 <= len(plan.scans) <= DEFAULT_MAX_SCANS
@@ -87,7 +87,7 @@ def test_chain_of_20_000_terms(op: str) -> None:
         bound = sg.bind(expr, schema)
         sg.normalize(bound)
         assert sg.render(expr).count(f" {op} ") == n - 1
-        return plan_filter(bound, schema, max_scans=100)
+        return plan_key_ranges(bound, schema, max_scans=100)
 
     plan = within(2 * KIB * n, f"{op} of 20,000", pipeline)
     assert len(plan.scans) <= 100
@@ -117,7 +117,7 @@ def test_nesting_10_000_deep(text: str) -> None:
             sg.to_dnf(bound)
         except ExpressionTooComplexError as exc:
             assert "max_terms" in str(exc)
-        plan_filter(bound, schema)
+        plan_key_ranges(bound, schema)
 
     within(64 * MIB, "10,000 levels", pipeline)
 
@@ -148,12 +148,12 @@ def test_dnf_and_plan_caps() -> None:
     assert len(sg.to_dnf(small, max_terms=1024).children()) == 1024
     with pytest.raises(ExpressionTooComplexError, match="max_terms=1023"):
         sg.to_dnf(small, max_terms=1023)
-    plan = within(16 * MIB, "plan of a 2^20 blow-up", lambda: plan_filter(blowup, schema, max_scans=50))
+    plan = within(16 * MIB, "plan of a 2^20 blow-up", lambda: plan_key_ranges(blowup, schema, max_scans=50))
     assert len(plan.scans) <= 50
     columns = [("a", "int"), ("b", "int")]
     values = ", ".join(map(str, range(1000)))
     cross = sg.bind(sg.parse(f"a IN ({values}) AND b IN ({values})"), columns)
-    plan = within(64 * MIB, "1,000 x 1,000 cross product", lambda: plan_filter(cross, columns))
+    plan = within(64 * MIB, "1,000 x 1,000 cross product", lambda: plan_key_ranges(cross, columns))
     assert len(plan.scans) <= DEFAULT_MAX_SCANS
 
 

@@ -1,5 +1,6 @@
 """Data skipping: `may_match` / `file_truth` are sound against `evaluate` on the rows themselves, `select_files`
-(vectorized over Arrow) agrees with `may_match` everywhere, and each named semantic case behaves as specified."""
+(vectorized over Arrow) agrees with `may_match` everywhere, both agree with an independent evaluator
+(`skipping_oracle`), and each named semantic case behaves as specified."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sargable as sg
+import skipping_oracle
 from sargable.errors import PushdownError, SargableError, StatisticsError
 from sargable.expr.evaluate import evaluate
 from sargable.expr.like import prefix_successor
 from sargable.expr.nodes import FALSE, TRUE, Column, Comparison, Expr, Not, Or, and_, col, lit, or_
 from sargable.skipping import FileStatsTable, Truth, TruthValue, file_truth, may_match, select_files, truth_value
+from sargable.skipping.leaves import compile_predicate
 from sargable.skipping.table import arrow_type
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import parse_type
@@ -134,6 +137,9 @@ def _check_sound(predicate: Expr, schema: list[tuple[str, str]], files: list[tup
 
 
 def _check_agreement(predicate: Expr, schema: list[tuple[str, str]], listed: list[FileStats]) -> None:
+    program = compile_predicate(predicate, schema)
+    for f in listed:
+        assert truth_value(predicate, f, schema) == TruthValue(skipping_oracle.file_outcomes(program, f))
     expected = [f.path for f in listed if may_match(predicate, f, schema)]
     assert [f.path for f in select_files(predicate, listed, schema)] == expected
     table = FileStatsTable.from_files(listed, schema)
@@ -164,7 +170,7 @@ def test_large_in_lists_and_value_sets_agree(data: st.DataObject) -> None:
     values = pool + [row[name] for t in extra for row in t if row[name] is not None]
     if not values:
         values = [None]
-    predicate = sg.bind(sg.In(Column(name), tuple(lit(v) for v in values[:40]), data.draw(st.booleans())), schema)
+    predicate = sg.bind(sg.expr.In(Column(name), tuple(lit(v) for v in values[:40]), data.draw(st.booleans())), schema)
     _check_sound(predicate, schema, files)
     _check_agreement(predicate, schema, [f for f, _ in files])
 
@@ -211,8 +217,9 @@ def file(rows: int = 10, partition: dict[str, Any] | None = None, **columns: Col
 
 
 def both(expr: Expr | str, stats: FileStats) -> bool:
-    """`may_match`, checked against the vectorized answer for the same file."""
+    """`may_match`, checked against the vectorized answer for the same file and against the oracle."""
     answer = may_match(expr, stats, SCHEMA)
+    assert answer == bool(skipping_oracle.file_outcomes(compile_predicate(expr, SCHEMA), stats) & TruthValue.YES)
     assert FileStatsTable.from_files([stats], SCHEMA).may_match(expr).to_pylist() == [answer]
     return answer
 

@@ -7,7 +7,6 @@ Python by the dimension's key values (NULL keys never join).
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import os
 import sys
@@ -18,16 +17,11 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from sargable import spark as sgs
 from sargable.errors import SargableError
-from sargable.expr import parse
-from sargable.metastore import Metastore
-from sargable.spark.join import KeySet, _skip_files, fact_side_reason, plan_pruned_scan
-from sargable.stats import ColumnStats, FileStats
+from sargable.spark.join import fact_side_reason
 
 pytest_plugins = ["conftest_spark"]
 
@@ -339,8 +333,7 @@ def test_null_keys_never_join(spark: Any, spark_metastore: Any, plain: Any, disk
 def test_large_value_sets_stay_exact_through_a_semi_join(
     spark: Any, spark_metastore: Any, plain: Any, items: Any, monkeypatch: Any
 ) -> None:
-    join_module = sys.modules["sargable.spark.join"]
-    monkeypatch.setattr(join_module, "IN_RESIDUAL_MAX", 3)
+    monkeypatch.setattr(sys.modules["sargable.scan"], "IN_RESIDUAL_MAX", 3)
     some = items.where("ik in (1, 3, 5, 7, 9, 97)")
     df = sgs.read(spark, TABLE, prune_by=[(some, "ik", "item")], columns=["id", "item"], metastore=spark_metastore)
     report = sgs.scan_report(df)
@@ -375,116 +368,3 @@ def test_column_keys_and_bad_input(spark: Any, spark_metastore: Any, plain: Any,
         sgs.read(spark, TABLE, prune_by=[(dim, "dk")], metastore=spark_metastore)
     with pytest.raises(SargableError, match="prune_by"):
         sgs.read(spark, TABLE, prune_by="dk", metastore=spark_metastore)
-
-
-# ------------------------------------------------------------------------------------------------ without Spark
-
-
-def test_partition_key_values_plan_as_gets_not_a_scan(tmp_path: Any, monkeypatch: Any) -> None:
-    """1,200 key values over a 1,500-partition table: gets on the key (in chunks the planner keeps as gets)."""
-    ms = Metastore.open(f"sqlite:///{tmp_path / 'm.db'}", warehouse=tmp_path)
-    ms.create_database("db")
-    ms.create_table("db", "fact", [("v", "bigint")], [("day", "int")])
-    ms.add_partitions("db", "fact", [{"day": d} for d in range(1500)])
-    table = ms.get_table("db", "fact")
-    store = ms.store
-    calls: list[tuple[str, str]] = []
-    real_scan, real_multi_get = store.scan, store.multi_get
-
-    def scan(keyspace: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(("scan", keyspace))
-        return real_scan(keyspace, *args, **kwargs)
-
-    def multi_get(keyspace: str, keys: Any) -> Any:
-        calls.append(("multi_get", keyspace))
-        return real_multi_get(keyspace, keys)
-
-    monkeypatch.setattr(store, "scan", scan)
-    monkeypatch.setattr(store, "multi_get", multi_get)
-    values = frozenset(range(-100, 2300, 2))  # 1,200 values, 750 of them partitions
-    plan = plan_pruned_scan(ms, table, None, [KeySet("day", values=values)])
-    assert plan.report.partitions_selected == len([d for d in range(1500) if d in values])
-    assert ("scan", "partitions") not in calls
-    assert ("multi_get", "partitions") in calls
-    assert plan.report.access is not None and "2 metastore queries" in plan.report.access
-
-    calls.clear()
-    static = plan_pruned_scan(ms, table, parse("day < 100 and day >= 0"), [KeySet("day", values=values)])
-    assert static.report.partitions_selected == 50
-    assert ("scan", "partitions") not in calls
-    ranged = plan_pruned_scan(ms, table, None, [KeySet("day", low=10, high=19), KeySet("day", values=values)])
-    assert ranged.report.partitions_selected == 5
-
-    # A value set on a key that is neither leading nor indexed: one query, then membership in memory.
-    ms.create_table("db", "two", [("v", "bigint")], [("day", "int"), ("store", "string")])
-    ms.add_partitions("db", "two", [{"day": d, "store": s} for d in range(40) for s in ("a", "b", "c", None)])
-    two = ms.get_table("db", "two")
-    keys = [KeySet("store", values=frozenset({"a", "c", "z"})), KeySet("day", low=5, high=14)]
-    plan = plan_pruned_scan(ms, two, parse("day != 7"), keys)
-    assert plan.report.partitions_selected == 9 * 2
-    assert plan.report.access is not None and "in memory" in plan.report.access
-    by_day = plan_pruned_scan(ms, two, None, [KeySet("day", values=frozenset({3, 4, 99})), keys[0]])
-    assert by_day.report.partitions_selected == 2 * 2
-    assert by_day.report.access is not None and "day IN (3 values)" in by_day.report.access
-    ms.close()
-
-
-def _stats(values: list[int | None]) -> ColumnStats:
-    present = [v for v in values if v is not None]
-    distinct = frozenset(present) if len(set(present)) <= 3 else None
-    return ColumnStats(
-        min=min(present) if present else None,
-        max=max(present) if present else None,
-        null_count=len(values) - len(present),
-        distinct=distinct,
-    )
-
-
-@settings(max_examples=200)
-@given(
-    files=st.lists(st.lists(st.one_of(st.none(), st.integers(-20, 20)), max_size=8), max_size=12),
-    keys=st.frozensets(st.integers(-25, 25), max_size=10),
-)
-def test_file_skipping_by_key_values_is_sound_and_tight(files: list[list[int | None]], keys: frozenset[int]) -> None:
-    stats = [
-        FileStats(path=f"/f{i}", row_count=len(v), size_bytes=1, columns={"item": _stats(v)})
-        for i, v in enumerate(files)
-    ]
-    kept = {f.path for f in _skip_files(stats, KeySet("item", values=keys))}
-    for i, values in enumerate(files):
-        present = {v for v in values if v is not None}
-        if present & keys:
-            assert f"/f{i}" in kept, "a file holding a key value is never skipped"
-        elif not present:
-            assert f"/f{i}" not in kept, "a file of only NULLs (or no rows) never joins"
-        elif len(present) <= 3:
-            assert f"/f{i}" not in kept, "a value set is exact"
-        elif not any(min(present) <= k <= max(present) for k in keys):
-            assert f"/f{i}" not in kept, "no key value within [min, max]"
-
-
-def test_unusable_statistics_are_not_used_for_the_static_filter(tmp_path: Any) -> None:
-    """Timestamp statistics that don't compare with the session's literals (non-UTC zone) skip no file."""
-    ms = Metastore.open(f"sqlite:///{tmp_path / 'm.db'}", warehouse=tmp_path)
-    ms.create_database("db")
-    ms.create_table("db", "t", [("ts", "timestamp"), ("v", "bigint")], [("day", "int")])
-    early = ColumnStats(min=dt.datetime(2024, 1, 1, 12), max=dt.datetime(2024, 1, 1, 13), null_count=0)
-    files = [
-        FileStats(
-            path=f"{tmp_path}/t/day={d}/f.parquet",
-            row_count=5,
-            size_bytes=10,
-            columns={"ts": early},
-            partition={"day": d},
-        )
-        for d in range(4)
-    ]
-    ms.commit("db", "t", add_files=files)
-    table = ms.get_table("db", "t")
-    where = parse("ts < '2024-01-01 08:00:00'")
-    keys = [KeySet("day", values=frozenset({1, 2, 9}))]
-    assert plan_pruned_scan(ms, table, where, keys).report.files_selected == 0
-    kept = plan_pruned_scan(ms, table, where, keys, unusable_stats=["ts"])
-    assert (kept.report.partitions_selected, kept.report.files_selected) == (2, 2)
-    assert kept.report.residual is not None and "ts" in kept.report.residual
-    ms.close()

@@ -21,7 +21,6 @@ import sargable as sg
 from sargable import spark as sgs
 from sargable.errors import CommitConflictError, SargableError
 from sargable.expr import columns_of, parse
-from sargable.spark.scan import plan_scan
 
 pytest_plugins = ["conftest_spark"]
 
@@ -176,8 +175,7 @@ def test_read_and_data_source_return_exactly_sparks_rows(
     assert (report.partitions_total, report.files_total, report.bytes_total) == (len(folders), len(files), size)
     files_with_rows = {_local(row.file) for row in plain}
     partitions_with_rows = {(row.ds, row.region) for row in plain}
-    table = spark_metastore.get_table("shop", "sales")
-    selected = {f.path for f in plan_scan(spark_metastore, table, parse(where)).files}
+    selected = {f.path for f in spark_metastore.table(TABLE).scan(where).files}
     assert files_with_rows <= selected
     assert report.files_selected == len(selected) >= len(files_with_rows)
     assert report.bytes_selected <= report.bytes_total
@@ -197,7 +195,7 @@ def test_data_source_in_sql_view(spark: Any, sales: str) -> None:
 
 
 def test_data_source_prunes_and_hands_back_only_data_filters(spark: Any, spark_metastore: Any, sales: str) -> None:
-    table = spark_metastore.get_table("shop", "sales")
+    table = spark_metastore.table(TABLE)
     one_file_per_split = spark.read.format("sargable").option("splits", "100000").load(TABLE)
     for where, spark_filters in [
         ("ds = '2024-01-02' and region like 'eu%'", False),
@@ -205,7 +203,7 @@ def test_data_source_prunes_and_hands_back_only_data_filters(spark: Any, spark_m
         ("id < 100", True),
     ]:
         df = one_file_per_split.where(where)
-        planned = plan_scan(spark_metastore, table, parse(where)).files
+        planned = table.scan(where).files
         assert df.rdd.getNumPartitions() == max(1, len(planned)), where
         plan = df._jdf.queryExecution().executedPlan().toString()
         filter_lines = [line for line in plan.splitlines() if ") Filter (" in line]
@@ -347,8 +345,7 @@ def test_killed_write_leaves_orphans_for_vacuum(spark: Any, spark_metastore: Any
         """Stands in for the process dying: nothing after it runs, not even the cleanup."""
 
     monkeypatch.setattr(spark_metastore, "commit", lambda *a, **k: (_ for _ in ()).throw(Killed()))
-    monkeypatch.setattr(writer.FileSystem, "delete_files", lambda self, paths: None)
-    monkeypatch.setattr(writer.FileSystem, "delete_dir", lambda self, path: None)
+    monkeypatch.setattr(writer, "_discard", lambda *args: [])
     with pytest.raises(Killed):
         sgs.write(df, table, metastore=spark_metastore, progress=False)
     monkeypatch.undo()
@@ -453,12 +450,87 @@ def test_write_rejects_bad_input(spark: Any, spark_metastore: Any) -> None:
 def test_large_scans_read_through_a_manifest(
     spark: Any, spark_metastore: Any, sales: str, monkeypatch: Any, where: str | None
 ) -> None:
-    from sargable.spark import reader
+    from sargable.spark.frames import LISTING_THRESHOLD
 
-    monkeypatch.setattr(reader, "MANIFEST_MIN_FILES", 1)
-    df = sgs.read(spark, TABLE, where=where, metastore=spark_metastore)
+    threshold = spark.conf.get(LISTING_THRESHOLD)
+    spark.conf.set(LISTING_THRESHOLD, "0")  # past Spark's listing threshold: the files go through a manifest
+    try:
+        df = sgs.read(spark, TABLE, where=where, metastore=spark_metastore)
+    finally:
+        spark.conf.set(LISTING_THRESHOLD, threshold)
     plain = spark.read.parquet(sales)
     expected = (plain.where(where) if where else plain).select(*COLUMNS)
     assert _canon(df.select(*COLUMNS).collect()) == _canon(expected.collect())
     if sgs.scan_report(df).files_selected:
         assert "MetadataLogFileIndex" in df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_one_read_binds_once_and_reads_the_catalog_row_once(
+    spark: Any, spark_metastore: Any, sales: str, monkeypatch: Any
+) -> None:
+    import importlib
+
+    from sargable.metastore.schema import CATALOG, table_key
+
+    bind_module = importlib.import_module("sargable.expr.bind")
+    made: list[Any] = []
+
+    class CountingSchema(bind_module.Schema):
+        def __init__(self, columns: Any) -> None:
+            made.append(columns)
+            super().__init__(columns)
+
+    monkeypatch.setattr(bind_module, "Schema", CountingSchema)
+    store, catalog_reads = spark_metastore.store, []
+    real_get = store.get
+
+    def get(keyspace: str, key: bytes) -> Any:
+        if keyspace == CATALOG and key == table_key("shop", "sales"):
+            catalog_reads.append(key)
+        return real_get(keyspace, key)
+
+    monkeypatch.setattr(store, "get", get)
+    df = sgs.read(spark, TABLE, where="ds >= '2024-01-03' and id < 1500 and name like 'n1%'", metastore=spark_metastore)
+    assert len(made) == 1, "the filter is bound once"
+    assert len(catalog_reads) == 1, "the table's catalog row is read once"
+    monkeypatch.undo()
+    assert _canon(df.select(*COLUMNS).collect()) == _canon(
+        _plain(spark, sales, "ds >= '2024-01-03' and id < 1500 and name like 'n1%'").collect()
+    )
+
+
+def test_reads_and_writes_leave_the_session_configuration_alone(
+    spark: Any, spark_metastore: Any, sales: str, monkeypatch: Any
+) -> None:
+    """No conf change, even for a moment: two reads on one session, from two threads, each get their rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sargable.metastore import Metastore
+
+    changes: list[tuple[str, Any]] = []
+    real_set = type(spark.conf).set
+    monkeypatch.setattr(
+        type(spark.conf), "set", lambda conf, key, value: changes.append((key, value)) or real_set(conf, key, value)
+    )
+    url = spark_metastore.url
+    opened: list[str] = []
+    real_open = Metastore.open.__func__
+    monkeypatch.setattr(
+        Metastore, "open", classmethod(lambda cls, u=None, **k: opened.append(u) or real_open(cls, u, **k))
+    )
+    filters = ["id < 1500", "ds >= '2024-01-02' and name is null"]
+
+    def both() -> list[list[tuple]]:
+        return [_canon(sgs.read(spark, TABLE, where=w, metastore=url).select(*COLUMNS).collect()) for w in filters]
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: both(), range(2)))
+    expected = [_canon(_plain(spark, sales, w).collect()) for w in filters]
+    assert results == [expected, expected]
+    assert len(opened) <= 2, "each thread opens the metastore of a URL once"
+    df = spark.createDataFrame([(1, dt.datetime(2024, 1, 1, 5), 7)], "v bigint, ts timestamp, p int")
+    sgs.write(df, "shop.stamps", partition_by=["p"], metastore=spark_metastore, progress=False)
+    assert changes == []
+    (file,) = spark_metastore.list_files("shop", "stamps")
+    stamps = file.columns["ts"]
+    assert (stamps.min, stamps.max) == (dt.datetime(2024, 1, 1, 5), dt.datetime(2024, 1, 1, 5)), "INT96 statistics"

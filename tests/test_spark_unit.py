@@ -29,11 +29,11 @@ from pyspark.sql.datasource import (
 
 import sargable as sg
 from sargable.errors import SargableError
+from sargable.fs import FileSystem, hidden
 from sargable.spark.catalog import split_table_name
-from sargable.spark.columns import from_column, split_column
-from sargable.spark.datasource import UnsupportedFilter, filter_to_expr, group_files
-from sargable.spark.files import FileSystem
+from sargable.spark.datasource import group_files
 from sargable.spark.schema import hive_type, spark_type, struct_type
+from sargable.spark.translate import Untranslatable, from_column, from_filter, split_column
 from sargable.types import parse_type
 
 pytest_plugins = ["conftest_spark"]
@@ -91,23 +91,23 @@ def test_unsupported_spark_types_name_the_column(spark_dtype: T.DataType) -> Non
         (In(("a",), (1, 2, 3)), a.isin(1, 2, 3)),
         (IsNull(("a",)), a.is_null()),
         (IsNotNull(("a",)), a.is_not_null()),
-        (Not(EqualTo(("a",), 1)), sg.Not(a.eq(1))),
-        (Not(Not(IsNull(("a",)))), sg.Not(sg.Not(a.is_null()))),
+        (Not(EqualTo(("a",), 1)), sg.expr.Not(a.eq(1))),
+        (Not(Not(IsNull(("a",)))), sg.expr.Not(sg.expr.Not(a.is_null()))),
         (StringStartsWith(("s",), "a%_\\"), s.like("a\\%\\_\\\\%", "\\")),
         (StringEndsWith(("s",), "z"), s.like("%z", "\\")),
         (StringContains(("s",), "mid"), s.like("%mid%", "\\")),
     ],
 )
 def test_spark_filters_translate(spark_filter: object, expected: sg.Expr) -> None:
-    assert filter_to_expr(spark_filter) == expected
+    assert from_filter(spark_filter) == expected
 
 
 @pytest.mark.parametrize(
     "spark_filter", [EqualTo(("a", "b"), 1), EqualTo(("a",), [1, 2]), In(("a",), ([1],)), Not(EqualTo(("s", "t"), 1))]
 )
 def test_untranslatable_spark_filters_are_refused(spark_filter: object) -> None:
-    with pytest.raises(UnsupportedFilter):
-        filter_to_expr(spark_filter)
+    with pytest.raises(Untranslatable):
+        from_filter(spark_filter)
 
 
 @settings(max_examples=200)
@@ -132,21 +132,35 @@ def test_split_table_name() -> None:
             split_table_name(bad)
 
 
-def test_file_system_lists_moves_and_deletes(tmp_path: os.PathLike) -> None:
+def test_file_system_lists_and_moves_without_following_symlinks(tmp_path: os.PathLike) -> None:
     root = os.path.join(tmp_path, "t")
     os.makedirs(os.path.join(root, "ds=1", "_hidden"))
+    os.makedirs(os.path.join(tmp_path, "elsewhere"))
     for name in ["ds=1/a.parquet", "ds=1/.a.parquet.crc", "ds=1/_SUCCESS", "ds=1/_hidden/x", "b.parquet"]:
         with open(os.path.join(root, name), "w") as handle:
             handle.write("x" * len(name))
+    with open(os.path.join(tmp_path, "elsewhere", "c.parquet"), "w") as handle:
+        handle.write("c")
+    os.symlink(os.path.join(tmp_path, "elsewhere"), os.path.join(root, "ds=2"))
+    os.symlink(os.path.join(tmp_path, "elsewhere", "c.parquet"), os.path.join(root, "ds=1", "c.parquet"))
     fs = FileSystem.at(root)
-    assert [p for p, _, _ in fs.list_files(root)] == [f"{root}/b.parquet", f"{root}/ds=1/a.parquet"]
-    everything = [p for p, _, _ in fs.list_files(root, data_only=False)]
-    assert len(everything) == 5
-    fs.move(f"{root}/b.parquet", f"{root}/ds=2/b.parquet")
-    assert os.path.exists(f"{root}/ds=2/b.parquet") and not os.path.exists(f"{root}/b.parquet")
-    fs.delete_files([f"{root}/ds=2/b.parquet", f"{root}/missing.parquet"])
-    fs.delete_dir(f"{root}/ds=1")
-    assert fs.list_files(root, data_only=False) == []
+    listed = {e.path[len(root) + 1 :]: e.kind for e in fs.walk(root)}
+    assert listed == {
+        "b.parquet": "file",
+        "ds=1": "directory",
+        "ds=1/a.parquet": "file",
+        "ds=1/.a.parquet.crc": "file",
+        "ds=1/_SUCCESS": "file",
+        "ds=1/_hidden": "directory",
+        "ds=1/_hidden/x": "file",
+        "ds=1/c.parquet": "symlink",
+        "ds=2": "symlink",
+    }
+    visible = [e.path for e in fs.walk(root, lambda e: not hidden(e.path.rsplit("/", 1)[1]))]
+    assert f"{root}/ds=1/_hidden/x" not in visible and f"{root}/ds=1/a.parquet" in visible
+    assert fs.info(f"{root}/ds=2").kind == "symlink" and fs.info(f"{root}/missing") is None
+    fs.move(f"{root}/b.parquet", f"{root}/ds=3/b.parquet")
+    assert os.path.exists(f"{root}/ds=3/b.parquet") and not os.path.exists(f"{root}/b.parquet")
 
 
 def test_columns_translate(spark: object) -> None:
@@ -157,16 +171,16 @@ def test_columns_translate(spark: object) -> None:
             sg.and_(d >= dt.date(2024, 1, 1), s.like("x%", "\\")),
         ),
         (F.col("a").isin(1, 2) | F.col("s").isNull(), sg.or_(a.isin(1, 2), s.is_null())),
-        (F.col("a") != 3, sg.Not(a.eq(3))),
-        (~(F.col("s") == "it's"), sg.Not(s.eq("it's"))),
+        (F.col("a") != 3, sg.expr.Not(a.eq(3))),
+        (~(F.col("s") == "it's"), sg.expr.Not(s.eq("it's"))),
         (F.col("a").between(1, 3), sg.and_(a >= 1, a <= 3)),
         (F.col("a").eqNullSafe(None), a.null_safe_eq(None)),
         (F.col("s").startswith("a_b"), s.like("a\\_b%", "\\")),
         (F.col("s").endswith("z"), s.like("%z", "\\")),
         (F.col("s").contains("%"), s.like("%\\%%", "\\")),
-        (F.col("s").rlike("^a.*"), sg.Regex(s, "^a.*")),
+        (F.col("s").rlike("^a.*"), sg.expr.Regex(s, "^a.*")),
         (F.col("a").isNotNull(), a.is_not_null()),
-        (F.lit(3) < F.col("a"), sg.Comparison("<", sg.lit(3), a)),
+        (F.lit(3) < F.col("a"), sg.expr.Comparison("<", sg.lit(3), a)),
         (F.col("t") == dt.datetime(2024, 1, 2, 3, 4, 5), sg.col("t").eq(dt.datetime(2024, 1, 2, 3, 4, 5))),
         (F.col("p") == Decimal("1.50"), sg.col("p").eq(Decimal("1.50"))),
         (F.expr("a > 5 and s = 'x'"), sg.and_(a > 5, s.eq("x"))),

@@ -161,6 +161,48 @@ def test_long_scans_page_through_every_key(store: Store):
     assert store.get("main", k(99)) is not None and store.get("main", k(100)) is None
 
 
+def _disjoint(bounds: list[bytes], open_end: bool) -> list[tuple[bytes, bytes | None]]:
+    """Sorted, disjoint ranges from sorted bounds taken in pairs (the last one unbounded when `open_end`)."""
+    cuts = sorted(set(bounds))
+    ranges: list[tuple[bytes, bytes | None]] = [(a, b) for a, b in zip(cuts[::2], cuts[1::2], strict=False)]
+    if open_end and len(cuts) % 2:
+        ranges.append((cuts[-1], None))
+    return ranges
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.sets(_keys, max_size=40), bounds=st.lists(_keys, max_size=12), open_end=st.booleans())
+def test_scan_ranges_reads_exactly_the_keys_of_its_ranges_in_order(store: Store, keys, bounds, open_end):
+    store.delete_range("main", None, None)
+    store.put_many("main", [(key, b"v" + key) for key in keys])
+    ranges = _disjoint(bounds, open_end)
+    expected = [(key, b"v" + key) for key in sorted(keys) if any(_in(key, lo, hi) for lo, hi in ranges)]
+    assert list(store.scan_ranges("main", ranges)) == expected
+
+
+def test_scan_ranges_pages_through_many_ranges(store: Store):
+    """Ranges past one statement's batch and pages past the first size: every key once, in key order."""
+    store.put_many("main", [(k(i), b"%d" % i) for i in range(30_000)])
+    ranges = [(k(i), k(i + 150)) for i in range(0, 30_000, 200)] + [(k(29_990), None)]
+    expected = [(k(i), b"%d" % i) for i in range(30_000) if i % 200 < 150 or i >= 29_990]
+    assert list(store.scan_ranges("main", ranges)) == expected
+    assert list(store.scan_ranges("main", [(k(0), None)]))[-1] == (k(29_999), b"29999")
+    with pytest.raises(StoreError, match="sorted"):
+        store.scan_ranges("main", [(k(5), k(9)), (k(7), k(20))])
+    with pytest.raises(StoreError, match="sorted"):
+        store.scan_ranges("main", [(k(5), None), (k(7), k(20))])
+
+
+def test_transaction_ids_tell_snapshots_apart(store: Store):
+    assert store.transaction_id is None
+    with store.transaction(readonly=True):
+        first = store.transaction_id
+        with store.transaction(readonly=True):
+            assert store.transaction_id == first
+    with store.transaction(readonly=True):
+        assert store.transaction_id not in (None, first)
+
+
 def test_scan_stops_early_without_reading_everything(store: Store):
     store.put_many("main", [(k(i), b"v") for i in range(50_000)])
     scan = store.scan("main")
@@ -389,7 +431,10 @@ def test_two_processes_lose_no_committed_write(store: Store, store_url: str):
     workers = [
         subprocess.Popen(
             [sys.executable, "-c", _WORKER, store_url, str(wid), str(n)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for wid in (0, 1)
     ]

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from sargable.errors import AlreadyExistsError, CommitConflictError, NoSuchObjectError
 from sargable.metastore import Metastore, TableStats
-from sargable.metastore.core import CATALOG, _stats_key
 from sargable.metastore.filecodec import decode_header, encode_file
+from sargable.metastore.schema import CATALOG, stats_key
 from sargable.stats import ColumnStats, FileStats
 
 DB = "db"
@@ -164,7 +164,7 @@ def _metastore(backend: str, request, tmp_path_factory) -> Metastore:
 def test_drop_and_recreate_table(metastore) -> None:
     table = new_table(metastore)
     metastore.commit(DB, table, add_files=[new_file(1, "eu", 10, 100)])
-    key = _stats_key(metastore.get_table(DB, table).table_id)
+    key = stats_key(metastore.get_table(DB, table).table_id)
     assert metastore.store.get(CATALOG, key) is not None
     metastore.drop_table(DB, table)
     assert metastore.store.get(CATALOG, key) is None
@@ -179,7 +179,7 @@ def test_table_without_stored_totals(metastore) -> None:
     """A table from a metastore written before totals were kept is counted once, then kept up to date."""
     table = new_table(metastore)
     metastore.commit(DB, table, add_files=[new_file(d, "eu", 10 + d, 100 * d) for d in range(4)])
-    key = _stats_key(metastore.get_table(DB, table).table_id)
+    key = stats_key(metastore.get_table(DB, table).table_id)
     metastore.store.delete(CATALOG, key)
     metastore.commit(DB, table, add_files=[new_file(7, None, 5, 50)], add_partitions=[[8, "us"]])
     assert metastore.store.get(CATALOG, key) is None
@@ -195,10 +195,10 @@ def test_table_without_stored_totals(metastore) -> None:
 @settings(max_examples=200)
 @given(path=st.text(min_size=1), rows=st.integers(0, 2**62), size=st.integers(0, 2**62))
 def test_decode_header_reads_what_encode_file_wrote(path: str, rows: int, size: int) -> None:
-    from sargable.metastore.records import Table
+    from sargable.metastore.records import TableDefinition
     from sargable.types import parse_type
 
-    table = Table(DB, "t", 1, (("id", parse_type("bigint")),), (), "/w")
+    table = TableDefinition(DB, "t", 1, (("id", parse_type("bigint")),), (), "/w")
     file = FileStats(path, rows, size, columns={"id": ColumnStats(min=1, max=2)})
     assert decode_header(encode_file(file, table)) == (path, rows, size)
     # Another field order (not written by encode_file) still decodes, through the full parse.
@@ -220,13 +220,13 @@ def test_list_files_rejects_a_non_boolean_stats(metastore) -> None:
 def test_file_statistics_round_trip_for_every_type(data) -> None:
     """What `encode_file` writes, `decode_file` reads back equal, for every column type (NaN aside)."""
     from sargable.metastore.filecodec import decode_file
-    from sargable.metastore.records import Table
+    from sargable.metastore.records import TableDefinition
     from strategies import data_types, values
 
     dtype = data.draw(data_types())
     drawn = data.draw(st.lists(values(dtype), min_size=1, max_size=5))
     stats = ColumnStats.from_values(drawn)
-    table = Table(DB, "t", 1, (("c", dtype), ("d", dtype)), (), "/w")
+    table = TableDefinition(DB, "t", 1, (("c", dtype), ("d", dtype)), (), "/w")
     file = FileStats("/w/f.parquet", len(drawn), 10, columns={"c": stats, "d": stats})
     stored = encode_file(file, table)
     assert decode_file(stored, table) == file

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sargable.errors import PushdownError
+from sargable.expr.bound import BoundFilter
 from sargable.expr.nodes import (
     FLIPPED_OP,
     And,
@@ -181,7 +182,8 @@ class PredicateAnalyzer:
 
 
 class Decomposed(NamedTuple):
-    """A filter split for a partitioned table: each part an `Expr`, or None when there is nothing to apply.
+    """A filter split for a partitioned table: each part an `Expr` (a `BoundFilter` when the filter was one), or None
+    when there is nothing to apply.
 
     - `partition`: references partition keys only; the metastore answers it exactly. The conjuncts made only of
       partition keys are not in `residual`; predicates implied by mixed conjuncts (`ds IN (d1, d2)` from
@@ -191,9 +193,9 @@ class Decomposed(NamedTuple):
     - `residual`: what the engine must still apply to the rows of the files it reads.
     """
 
-    partition: Expr | None
-    files: Expr | None
-    residual: Expr | None
+    partition: Expr | BoundFilter | None
+    files: Expr | BoundFilter | None
+    residual: Expr | BoundFilter | None
 
 
 def _names(values: Any, what: str) -> frozenset[str]:
@@ -251,9 +253,20 @@ def implied(expr: Expr, allowed: frozenset[str], leaf_ok: Any = None) -> Expr | 
     return None if isinstance(simplified, Literal) and simplified.value is True else simplified
 
 
-def decompose(expr: Expr | str, partition_keys: Sequence[str], stats_columns: Sequence[str]) -> Decomposed:
-    """Split a filter into the exact partition part, the inclusive file-statistics part and the residual."""
-    predicate = _expression(expr, "decompose")
+def decompose(
+    expr: Expr | str | BoundFilter, partition_keys: Sequence[str], stats_columns: Sequence[str]
+) -> Decomposed:
+    """Split a filter into the exact partition part, the inclusive file-statistics part and the residual.
+
+    A `BoundFilter` splits into bound parts, taken as they are by the layers below (nothing is bound again).
+    """
+    if isinstance(expr, BoundFilter):
+        parts = _decompose(expr.expr, partition_keys, stats_columns)
+        return Decomposed(*(None if part is None else expr.part(part) for part in parts))
+    return _decompose(_expression(expr, "decompose"), partition_keys, stats_columns)
+
+
+def _decompose(predicate: Expr, partition_keys: Sequence[str], stats_columns: Sequence[str]) -> Decomposed:
     keys = _names(partition_keys, "partition_keys")
     stats = _names(stats_columns, "stats_columns")
     partition: list[Expr] = []

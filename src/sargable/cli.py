@@ -19,19 +19,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sargable.errors import AlreadyExistsError, FilterSyntaxError, SargableError
+from sargable.errors import AlreadyExistsError, FilterSyntaxError, NoSuchObjectError, SargableError
 from sargable.expr import bind, normalize, parse, render, to_sarg
 from sargable.types import DataType, convert, parse_type
 
 if TYPE_CHECKING:
     from sargable.metastore import Metastore
+    from sargable.scan import Scan
 
 
 class UsageError(SargableError):
@@ -76,15 +76,13 @@ def _split_table(text: str) -> tuple[str, str]:
 
 def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
     """The metastore of `--metastore` (or the default); a SQLite file must exist unless the command creates."""
-    from sargable.metastore import Metastore
-    from sargable.metastore.core import default_url
+    from sargable.metastore import Metastore, default_url
 
     url = args.metastore or default_url()
-    if not create and url.startswith("sqlite:///"):
-        path = Path(url[len("sqlite:///") :].split("?", 1)[0]).expanduser()
-        if not path.is_file():
-            raise SargableError(f"no metastore at {path}: give --metastore URL or set $SARGABLE_METASTORE")
-    return Metastore.open(url)
+    try:
+        return Metastore.open(url, create=create)
+    except NoSuchObjectError as exc:
+        raise SargableError(f"{exc}; give --metastore URL or set $SARGABLE_METASTORE") from None
 
 
 def _progress() -> Progress:
@@ -134,14 +132,39 @@ def _explain_filter(text: str, schema: str | None, dialect: str) -> dict[str, An
     return out
 
 
+def _scan_explained(scan: Scan) -> dict[str, Any]:
+    """What `explain DB.TABLE FILTER` shows of a scan: its parts, how the partitions were found, what it read."""
+    report, search = scan.report, scan.partition_search
+    data: dict[str, Any] = {
+        "table": report.table,
+        "filter": report.filter,
+        "partition_filter": report.partition_filter,
+        "access_path": report.access or "every partition (no partition filter)",
+        "plan": None if search is None else search.plan,
+        "candidates": None if search is None else search.candidates,
+        "keys_examined": None if search is None else search.keys_examined,
+        "partitions_returned": report.partitions_selected,
+        "partitions_total": report.partitions_total,
+        "file_filter": report.file_filter,
+        "files_selected": report.files_selected,
+        "files_total": report.files_total,
+        "bytes_selected": report.bytes_selected,
+        "bytes_total": report.bytes_total,
+        "residual": report.residual,
+        "elapsed_ms": report.planning_ms,
+    }
+    return {key: value for key, value in data.items() if value is not None}
+
+
 def cmd_explain(args: argparse.Namespace, console: Console) -> None:
     if args.filter is None:
         data = _explain_filter(args.target, args.schema, args.dialect)
         title = "filter"
     else:
         db, table = _split_table(args.target)
-        with _metastore(args) as ms:
-            data = ms.explain_filter(db, table, args.filter, dialect=args.dialect).to_dict()
+        with _metastore(args) as ms, ms.snapshot():
+            scan = ms.table(db, table).scan(args.filter, dialect=args.dialect)
+        data = _scan_explained(scan)
         title = f"{db}.{table}"
     if args.json:
         _print_json(data)
@@ -194,7 +217,15 @@ def cmd_create_table(args: argparse.Namespace, console: Console) -> None:
     keys = parse_schema(args.partition_keys) if args.partition_keys else []
     with _metastore(args, create=True) as ms:
         ms.create_database(db, if_not_exists=True)
-        ms.create_table(db, name, columns, keys, location=args.location, if_not_exists=args.if_not_exists)
+        ms.create_table(
+            db,
+            name,
+            columns,
+            keys,
+            location=args.location,
+            if_not_exists=args.if_not_exists,
+            share_location=args.share_location,
+        )
         for column in args.index or []:
             if column.lower() not in ms.get_table(db, name).indexes:
                 ms.create_index(db, name, column)
@@ -212,9 +243,9 @@ def cmd_partitions(args: argparse.Namespace, console: Console) -> None:
     db, table = _split_table(args.table)
     if args.limit is not None and args.limit < 0:
         raise SargableError(f"--limit must be 0 or more, got {args.limit}")
-    with _metastore(args) as ms:
-        parts = ms.iter_partitions(db, table, args.filter, dialect=args.dialect)
-        rows = [{"name": p.name, "location": p.location} for p in itertools.islice(parts, args.limit)]
+    with _metastore(args) as ms, ms.snapshot():
+        parts = ms.table(db, table).partitions(args.filter, max_parts=args.limit, dialect=args.dialect)
+        rows = [{"name": p.name, "location": p.location} for p in parts]
     if args.json:
         _print_json(rows)
     else:
@@ -331,21 +362,24 @@ def cmd_add_partitions(args: argparse.Namespace, console: Console) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
-    _split_table(args.table)
-    try:
-        from sargable.spark.writer import vacuum
-    except ImportError as exc:
-        raise SargableError(f"vacuum lists files with sargable.spark: pip install 'sargable[spark]' ({exc})") from None
+    from sargable.vacuum import vacuum
+
+    db, name = _split_table(args.table)
     with _metastore(args) as ms, _progress() as progress:
         progress.add_task(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}")
-        orphans = vacuum(args.table, ms, dry_run=not args.delete, older_than=args.older_than)
+        result = vacuum(ms, db, name, dry_run=not args.delete, older_than=args.older_than)
+    files = list(result.deleted if args.delete else result.garbage)
+    kept = [{"file": path, "reason": reason} for path, reason in result.kept]
     if args.json:
-        _print_json({"table": args.table, "deleted": args.delete, "older_than": args.older_than, "files": orphans})
+        data = {"table": args.table, "deleted": args.delete, "older_than": args.older_than, "files": files}
+        _print_json({**data, "kept": kept})
         return
-    if not orphans:
+    if kept:
+        _print_rows(console, kept, title=f"{args.table}: left alone")
+    if not files:
         console.print(f"{args.table}: no unreferenced files older than {args.older_than:g} s")
         return
-    _print_rows(console, [{"file": path} for path in orphans], title=f"{args.table}: unreferenced files")
+    _print_rows(console, [{"file": path} for path in files], title=f"{args.table}: unreferenced files")
     console.print("deleted" if args.delete else "a dry run: --delete deletes them")
 
 
@@ -522,7 +556,10 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("table", help="DB.TABLE")
     create.add_argument("--columns", help="data columns, e.g. 'user_id bigint, amount double'")
     create.add_argument("--partition-keys", help="partition keys in key order, e.g. 'ds date, hr int'")
-    create.add_argument("--location", help="table location (default: under the warehouse)")
+    create.add_argument(
+        "--location", help="table location (default: under the warehouse; a relative one is taken from here)"
+    )
+    create.add_argument("--share-location", action="store_true", help="allow a location overlapping another table's")
     create.add_argument("--index", action="append", metavar="KEY", help="a partition key to index (repeatable)")
     create.add_argument("--if-not-exists", action="store_true", help="no error if the table exists")
     create.add_argument("--json", action="store_true", help="print JSON")
@@ -613,6 +650,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as exc:
         _error(str(exc))
+        return 1
+    except Exception as exc:  # a bug, not bad input: still one line, never a traceback
+        _error(f"internal error ({type(exc).__name__}: {exc}); please report it")
         return 1
     return 0
 

@@ -77,8 +77,22 @@ class TransactionConflictError(StoreError):
     """A store transaction that lost a race with a concurrent one (deadlock, lock timeout); it was rolled back."""
 
 
+class PathError(SargableError):
+    """A location or file path that can't be used safely: relative where it must be absolute, holding `..` or NUL,
+    a `file:` URI of another host."""
+
+
 class MetastoreError(SargableError):
     """A metastore request that can't be carried out."""
+
+
+class DamagedMetastoreError(MetastoreError):
+    """A value read back from the store that is not what sargable wrote there (a damaged or foreign database)."""
+
+
+class DeletionRefusedError(SargableError):
+    """A table whose files sargable won't delete: its location is unsafe (a root, holding the warehouse or the
+    metastore) or not absolute."""
 
 
 class NoSuchObjectError(MetastoreError):
@@ -91,3 +105,8 @@ class AlreadyExistsError(MetastoreError):
 
 class CommitConflictError(MetastoreError):
     """A commit based on a table version that another writer has moved past."""
+
+
+class OptimizeError(SargableError):
+    """A compaction or clustering request that can't be carried out: an unknown, partition-key or unorderable
+    column to cluster by, a target file size or bucket count out of range."""

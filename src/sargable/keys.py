@@ -1,9 +1,11 @@
 """Order-preserving key encoding: tuples of typed values as byte strings whose byte order is the tuples' order.
 
 A table row lives in the store under `table prefix + encode(values, types)`, so a filter on the leading fields
-becomes a key range (`range_for`) and a filter on any other field can be checked on that field's bytes
-(`field_slice` against `encode_field`) without decoding the key. The layout, in the spirit of the FoundationDB
-tuple layer but typed by the column types instead of per-element type codes:
+becomes a key range and a filter on any other field can be checked on that field's bytes (`field_slice` against
+`encode_field`) without decoding the key. This module is only the codec: like the FoundationDB tuple layer, whose
+layout it follows (typed by the column types instead of per-element type codes), it knows nothing of queries.
+Turning comparisons into key ranges is `sargable.plan.keyrange`'s, with the literals placed in the column's domain
+by `sargable.domain`.
 
 Fixed-width fields. Every type but the string types has one width, and its field is the big-endian unsigned
 "ordinal" of the value in that width, NULL being the ordinal 0 (all zero bytes, so NULL sorts first):
@@ -36,11 +38,9 @@ ordered by their first differing field before either trailer is reached, so the 
 
 Prefixes. `encode` of fewer values than types gives the fields alone, without a trailer, which is a byte prefix of
 every full key starting with those values; `prefix_end` gives its successor, so [prefix, prefix_end(prefix))
-holds exactly those keys, including when the prefix ends in 0xFF bytes. `range_for` turns "leading fields equal
-these values and the next one lies within bounds" into one half-open byte range, clamping literals from outside the
-field's domain (3.5 or 10**30 for an int field, a timestamp for a date field, a decimal with more scale than the
-column) to the right domain value; `null_range` / `not_null_range` express IS NULL / IS NOT NULL on the next field.
-The key of a table row carries the table's prefix in front (`prefixed_range` moves a range under it).
+holds exactly those keys, including when the prefix ends in 0xFF bytes; `prefix_range` is that range for a tuple of
+leading values. The key of a table row carries the table's prefix in front (`prefixed_range` moves a range of
+encoded tuples under it; `EMPTY_RANGE` is the range holding no key).
 
 Values. `encode` takes each field's Python value as `types.convert` produces it and raises `KeyEncodingError` for
 anything else: an int field takes `int` within its range, `float` only values exact in single precision, `decimal`
@@ -73,16 +73,14 @@ __all__ = [
     "encode_field",
     "field_slice",
     "is_empty",
-    "not_null_range",
-    "null_range",
     "prefix_end",
+    "prefix_range",
     "prefixed_range",
-    "range_for",
     "tuple_codec",
 ]
 
 EMPTY_RANGE: tuple[bytes, bytes] = (b"", b"")
-"""What `range_for` returns when no key can match: start == stop, so a scan of it yields nothing."""
+"""The range holding no key: start == stop, so a scan of it yields nothing."""
 
 _MICROS_PER_DAY = 86_400_000_000
 _MAX_DATE_ORDINAL = dt.date.max.toordinal()
@@ -137,13 +135,6 @@ class _Codec:
         """The value of a valid ordinal (lowest..highest)."""
         raise NotImplementedError
 
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        """(largest ordinal whose value <= bound, whether its value equals bound) for a comparison literal.
-
-        Bounds outside the domain give `lowest - 1` (below every value) or `highest` with False (above every value).
-        """
-        raise NotImplementedError
-
     def encode(self, value: Any) -> bytes:
         if value is None:
             return bytes(self.width or 0)
@@ -159,27 +150,6 @@ class _Codec:
 
     def bad_value(self, value: Any) -> KeyEncodingError:
         return KeyEncodingError(f"{value!r} ({type(value).__name__}) is not a valid {self.dtype} key value")
-
-    def bad_bound(self, bound: Any) -> KeyEncodingError:
-        return KeyEncodingError(f"can't compare a {self.dtype} key field with {bound!r} ({type(bound).__name__})")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
-
-
-def _number_position(bound: Any) -> Fraction | str:
-    """An exact rational for a finite number, else 'nan', '+inf' or '-inf' (NaN ranks above everything, as in Spark)."""
-    if isinstance(bound, float):
-        if math.isnan(bound):
-            return "nan"
-        if math.isinf(bound):
-            return "+inf" if bound > 0 else "-inf"
-    elif isinstance(bound, Decimal) and not bound.is_finite():
-        if bound.is_nan():
-            return "nan"
-        return "+inf" if bound > 0 else "-inf"
-    return Fraction(bound)
 
 
 class _IntCodec(_Codec):
@@ -205,21 +175,6 @@ class _IntCodec(_Codec):
 
     def value(self, ordinal: int) -> int:
         return ordinal - self.base
-
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        if not _is_number(bound):
-            raise self.bad_bound(bound)
-        position = _number_position(bound)
-        if position == "-inf":
-            return self.lowest - 1, False
-        if isinstance(position, str):
-            return self.highest, False
-        floor = math.floor(position)
-        if floor < self.minimum:
-            return self.lowest - 1, False
-        if floor > self.maximum:
-            return self.highest, False
-        return floor + self.base, floor == position
 
 
 class _FloatCodec(_Codec):
@@ -263,27 +218,6 @@ class _FloatCodec(_Codec):
             raise KeyEncodingError(f"bytes {data.hex()} are not a canonical {self.dtype} key field")
         return value
 
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        if not _is_number(bound):
-            raise self.bad_bound(bound)
-        position = _number_position(bound)
-        if position == "nan":
-            return self.nan, True
-        if position == "+inf":
-            return self._raw_ordinal(math.inf), True
-        if position == "-inf":
-            return self.lowest, True
-        try:
-            candidate = self.round(float(position))
-        except OverflowError:
-            candidate = math.inf if position > 0 else -math.inf
-        ordinal = self._raw_ordinal(candidate + 0.0)
-        while self.value(ordinal) > position:
-            ordinal -= 1
-        while self.value(ordinal + 1) <= position:
-            ordinal += 1
-        return ordinal, self.value(ordinal) == position
-
 
 class _DecimalCodec(_Codec):
     def __init__(self, dtype: DataType) -> None:
@@ -306,22 +240,6 @@ class _DecimalCodec(_Codec):
 
     def value(self, ordinal: int) -> Decimal:
         return Decimal(ordinal - self.limit).scaleb(-self.scale, context=DECIMAL_CONTEXT)
-
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        if not _is_number(bound):
-            raise self.bad_bound(bound)
-        position = _number_position(bound)
-        if position == "-inf":
-            return self.lowest - 1, False
-        if isinstance(position, str):
-            return self.highest, False
-        scaled = position * 10**self.scale
-        floor = math.floor(scaled)
-        if floor <= -self.limit:
-            return self.lowest - 1, False
-        if floor >= self.limit:
-            return self.highest, False
-        return floor + self.limit, floor == scaled
 
 
 def _timestamp_micros(value: dt.datetime) -> int:
@@ -346,15 +264,6 @@ class _DateCodec(_Codec):
     def value(self, ordinal: int) -> dt.date:
         return dt.date.fromordinal(ordinal)
 
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        if isinstance(bound, dt.datetime):
-            if bound.tzinfo is not None:
-                raise self.bad_bound(bound)
-            return bound.toordinal(), _timestamp_micros(bound) % _MICROS_PER_DAY == 0
-        if isinstance(bound, dt.date):
-            return bound.toordinal(), True
-        raise self.bad_bound(bound)
-
 
 class _TimestampCodec(_Codec):
     width = 8
@@ -369,15 +278,6 @@ class _TimestampCodec(_Codec):
     def value(self, ordinal: int) -> dt.datetime:
         return dt.datetime.min + dt.timedelta(microseconds=ordinal - self.lowest)
 
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        if isinstance(bound, dt.datetime):
-            if bound.tzinfo is not None:
-                raise self.bad_bound(bound)
-            return _timestamp_micros(bound), True
-        if isinstance(bound, dt.date):
-            return bound.toordinal() * _MICROS_PER_DAY, True
-        raise self.bad_bound(bound)
-
 
 class _BooleanCodec(_Codec):
     width = 1
@@ -390,11 +290,6 @@ class _BooleanCodec(_Codec):
 
     def value(self, ordinal: int) -> bool:
         return ordinal == 2
-
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        if not isinstance(bound, bool):
-            raise self.bad_bound(bound)
-        return self.ordinal(bound), True
 
 
 class _StringCodec(_Codec):
@@ -427,9 +322,6 @@ class _StringCodec(_Codec):
         if escaped and self.encode(value) != data:
             raise KeyEncodingError(f"bytes {data.hex()} are not a canonical string key field")
         return value
-
-    def locate(self, bound: Any) -> tuple[int, bool]:
-        raise self.bad_bound(bound)
 
 
 def _make_codec(dtype: DataType) -> _Codec:
@@ -729,22 +621,23 @@ def _fixed_lines(k: int, codec: _Codec, ordinal: str, env: dict[str, Any]) -> li
     ]
 
 
-_TUPLE_CODECS: dict[tuple[DataType | str, ...], TupleCodec] = {}
+@lru_cache(maxsize=4096)
+def _tuple_codec(types: tuple[DataType | str, ...]) -> TupleCodec:
+    return TupleCodec(types)
 
 
 def tuple_codec(types: Sequence[DataType | str]) -> TupleCodec:
-    """The (cached) codec of a key schema."""
+    """The codec of a key schema (the 4,096 most recently used are kept)."""
+    if types.__class__ is list:
+        types = tuple(types)
+    elif types.__class__ is not tuple:
+        if not _is_sequence(types):
+            raise KeyEncodingError(f"key types must be a sequence of types, got {types!r}")
+        types = tuple(types)
     try:
-        return _TUPLE_CODECS[types if types.__class__ is tuple else tuple(types)]  # type: ignore[index]
-    except (KeyError, TypeError):
-        pass
-    if not _is_sequence(types):
-        raise KeyEncodingError(f"key types must be a sequence of types, got {types!r}")
-    codec = TupleCodec(types)
-    if len(_TUPLE_CODECS) >= 4096:
-        _TUPLE_CODECS.clear()
-    _TUPLE_CODECS[tuple(types)] = codec
-    return codec
+        return _tuple_codec(types)  # type: ignore[arg-type]
+    except TypeError:
+        return TupleCodec(types)
 
 
 # --- public functions ------------------------------------------------------------------------------------------
@@ -784,111 +677,11 @@ def decode_field(data: bytes, dtype: DataType | str) -> Any:
     return codec.decode(data)
 
 
-def _prefix_bytes(prefix_values: Sequence[Any], layout: TupleCodec) -> bytes | None:
-    """The encoded equality prefix, or None when some value can't equal any value of its field's type."""
-    if not _is_sequence(prefix_values):
-        raise KeyEncodingError(f"prefix values must be a sequence, got {type(prefix_values).__name__}")
-    if len(prefix_values) > layout.count:
-        raise KeyEncodingError(f"{len(prefix_values)} prefix values for a key of {layout.count} fields")
-    parts = []
-    for codec, value in zip(layout.codecs, prefix_values, strict=False):
-        if value is None or codec.width is None:
-            parts.append(codec.encode(value))
-            continue
-        ordinal, exact = codec.locate(value)
-        if not exact or not codec.lowest <= ordinal <= codec.highest:
-            return None
-        parts.append(ordinal.to_bytes(codec.width, "big"))
-    return b"".join(parts)
+def prefix_range(values: Sequence[Any], types: Sequence[DataType | str]) -> tuple[bytes, bytes | None]:
+    """Half-open bounds [start, stop) of the full keys whose leading fields are `values` (stop None: to the end).
 
-
-def _bound(bound: Any, name: str) -> tuple[Any, bool]:
-    if not isinstance(bound, tuple) or len(bound) != 2 or not isinstance(bound[1], bool):
-        raise KeyEncodingError(f"{name} must be a (value, inclusive: bool) pair or None, got {bound!r}")
-    if bound[0] is None:
-        raise KeyEncodingError(f"{name} value is NULL; use null_range / not_null_range for IS [NOT] NULL")
-    return bound
-
-
-def range_for(
-    prefix_values: Sequence[Any],
-    types: Sequence[DataType | str],
-    lower: tuple[Any, bool] | None = None,
-    upper: tuple[Any, bool] | None = None,
-) -> tuple[bytes, bytes | None]:
-    """Half-open byte bounds [start, stop) of the keys whose leading fields equal `prefix_values` and whose next field
-    lies within `lower` / `upper`, each a `(value, inclusive)` pair or None; stop None means "to the end".
-
-    A None prefix value matches NULL (IS NULL, not SQL `=`). Bounds are SQL comparisons, so NULL never satisfies
-    them: with any bound the range excludes NULL in that field (NaN ranks above +inf, as in Spark). Literals outside
-    the field's domain are clamped exactly (int field: `>= 3.5` is `>= 4`, `< 10**30` is unbounded). A range no key
-    can fall in comes back as `EMPTY_RANGE`; `is_empty` tests any range.
+    FoundationDB's `Tuple.range()`: `encode(values)` is a byte prefix of exactly those keys, and `prefix_end` bounds
+    them. The values must be encodable (`encode`'s rules); a None value is NULL.
     """
-    layout = tuple_codec(types)
-    prefix = _prefix_bytes(prefix_values, layout)
-    if prefix is None:
-        return EMPTY_RANGE
-    if lower is None and upper is None:
-        return prefix, prefix_end(prefix)
-    if len(prefix_values) >= layout.count:
-        raise KeyEncodingError("range bounds need a field after the prefix values; all fields are already fixed")
-    codec = layout.codecs[len(prefix_values)]
-    if codec.width is None:
-        start, stop = _string_bounds(prefix, codec, lower, upper)
-    else:
-        low, high = codec.lowest, codec.highest
-        if lower is not None:
-            ordinal, exact = codec.locate(_bound(lower, "lower")[0])
-            low = max(low, ordinal if exact and lower[1] else ordinal + 1)
-        if upper is not None:
-            ordinal, exact = codec.locate(_bound(upper, "upper")[0])
-            high = min(high, ordinal if not exact or upper[1] else ordinal - 1)
-        if low > high:
-            return EMPTY_RANGE
-        start = prefix + low.to_bytes(codec.width, "big")
-        stop = prefix_end(prefix + high.to_bytes(codec.width, "big"))
-    return (start, stop) if not is_empty(start, stop) else EMPTY_RANGE
-
-
-def _string_bounds(
-    prefix: bytes, codec: _Codec, lower: tuple[Any, bool] | None, upper: tuple[Any, bool] | None
-) -> tuple[bytes, bytes | None]:
-    start: bytes = prefix + b"\x01"
-    stop = prefix_end(prefix)
-    for bound, name in ((lower, "lower"), (upper, "upper")):
-        if bound is None:
-            continue
-        value, inclusive = _bound(bound, name)
-        if not isinstance(value, str):
-            raise codec.bad_bound(value)
-        field = prefix + codec.encode(value)
-        after = field[:-1] + b"\x01"
-        if name == "lower":
-            start = max(start, field if inclusive else after)
-        else:
-            edge = after if inclusive else field
-            stop = edge if stop is None else min(stop, edge)
-    return start, stop
-
-
-def null_range(prefix_values: Sequence[Any], types: Sequence[DataType | str]) -> tuple[bytes, bytes | None]:
-    """Bounds of the keys whose leading fields equal `prefix_values` and whose next field IS NULL."""
-    layout = tuple_codec(types)
-    if len(prefix_values) >= layout.count:
-        raise KeyEncodingError("null_range needs a field after the prefix values; all fields are already fixed")
-    return range_for([*prefix_values, None], types)
-
-
-def not_null_range(prefix_values: Sequence[Any], types: Sequence[DataType | str]) -> tuple[bytes, bytes | None]:
-    """Bounds of the keys whose leading fields equal `prefix_values` and whose next field IS NOT NULL."""
-    layout = tuple_codec(types)
-    if len(prefix_values) >= layout.count:
-        raise KeyEncodingError("not_null_range needs a field after the prefix values; all fields are already fixed")
-    prefix = _prefix_bytes(prefix_values, layout)
-    if prefix is None:
-        return EMPTY_RANGE
-    null = layout.codecs[len(prefix_values)].encode(None)
-    start = prefix_end(prefix + null)
-    assert start is not None
-    stop = prefix_end(prefix)
-    return (start, stop) if not is_empty(start, stop) else EMPTY_RANGE
+    prefix = tuple_codec(types).encode(values)
+    return prefix, prefix_end(prefix)

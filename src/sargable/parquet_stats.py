@@ -25,11 +25,13 @@ import os
 import struct
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 from sargable.errors import SargableError, StatisticsError
 from sargable.stats import MAX_DISTINCT, ColumnStats, FileStats
@@ -207,6 +209,8 @@ def stats_from_parquet(
     Columns the schema doesn't name, and nested columns, are left out; a bound that is not exactly a value of the
     declared type is left unknown.
     """
+    import pyarrow.parquet as pq  # only here: the Parquet reader is slow to import and few callers need it
+
     types = _schema_types(schema)
     location = os.fspath(path)
     try:

@@ -1,11 +1,12 @@
 """Per-file column statistics: what data skipping knows about a file without reading it.
 
 `ColumnStats` holds one column's bounds, NULL and NaN counts, and (for low-cardinality columns) the file's value set;
-`FileStats` holds a file's path, size, row count, its columns' statistics and its partition values. Every statistic
-may be `None`, meaning "unknown" (never "zero"). Bounds exclude NULL and NaN; a bound a writer truncated is flagged
-inexact (`min_exact` / `max_exact`) and is then used only in the safe direction (see `ColumnStats`).
+`FileStats` holds a file's path, size, row count, its columns' statistics and its partition values, which count as
+exact statistics of the partition columns (`column_stats`). Every statistic may be `None`, meaning "unknown" (never
+"zero"). Bounds exclude NULL and NaN; a bound a writer truncated is flagged inexact (`min_exact` / `max_exact`) and
+is then used only in the safe direction (see `ColumnStats`).
 
-The readers live in `sargable.parquet_stats` (Parquet footers, Arrow tables) and are re-exported here.
+The readers (Parquet footers, Arrow tables) live in `sargable.parquet_stats`, which builds on this module.
 """
 
 from __future__ import annotations
@@ -142,10 +143,24 @@ class FileStats:
                 )
 
 
-def __getattr__(name: str) -> Any:
-    """Re-export the readers lazily: they import pyarrow.parquet, which plain statistics don't need."""
-    if name in ("stats_from_parquet", "stats_from_arrow"):
-        from sargable import parquet_stats
+def partition_stats(value: Any, rows: int) -> ColumnStats:
+    """Exact statistics of a partition column, whose value is the same on every row of the file."""
+    if value is None:
+        return ColumnStats(null_count=rows, nan_count=0, distinct=frozenset())
+    if _is_nan(value):
+        return ColumnStats(null_count=0, nan_count=rows, distinct=frozenset())
+    return ColumnStats(min=value, max=value, null_count=0, nan_count=0, distinct=frozenset({value}))
 
-        return getattr(parquet_stats, name)
-    raise AttributeError(f"module 'sargable.stats' has no attribute {name!r}")
+
+UNKNOWN = ColumnStats()
+"""The statistics of a column a file says nothing about."""
+
+
+def column_stats(file: FileStats, name: str) -> ColumnStats:
+    """A column's statistics in a file: the file's own, else those of its partition value, else `UNKNOWN`."""
+    stats = file.columns.get(name)
+    if stats is not None:
+        return stats
+    if file.partition is not None and name in file.partition:
+        return partition_stats(file.partition[name], file.row_count)
+    return UNKNOWN

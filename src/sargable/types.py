@@ -4,6 +4,11 @@ Every layer shares these: the binder coerces literals, the key codec encodes val
 partition values given as Hive strings. Python values per type: `str` (string, varchar, char), `int`
 (tinyint..bigint), `float` (float, double), `decimal.Decimal` (decimal), `datetime.date` (date),
 `datetime.datetime` without time zone (timestamp), `bool` (boolean); `None` is NULL in every type.
+
+A table may also have data columns of the types that are stored and returned but never compared: `binary`,
+`array<T>`, `map<K,V>` and `struct<name:T,...>` (nested, spelled as Hive spells them). They are not
+`is_orderable`: no filter compares them (only IS NULL tests them), no statistics skip on them, and no partition key
+has one.
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ FLOAT_TYPES = frozenset({"float", "double"})
 TYPE_NAMES = frozenset(
     {*INTEGER_RANGES, *STRING_TYPES, *FLOAT_TYPES, "decimal", "date", "timestamp", "boolean"}
 )
+"""The orderable (primitive, comparable) types."""
+COMPLEX_TYPES = frozenset({"array", "map", "struct"})
+UNORDERED_TYPES = frozenset({"binary", *COMPLEX_TYPES})
+"""Types a column may have that no filter compares: `binary` and the complex types."""
+MAX_TYPE_DEPTH = 64
+"""How deeply complex types may nest (`array<array<...>>`): far past any real schema, and bounded."""
 _SYNONYMS = {
     "integer": "int",
     "long": "bigint",
@@ -44,18 +55,28 @@ DECIMAL_CONTEXT = Context(prec=2 * MAX_DECIMAL_PRECISION)
 
 @dataclass(frozen=True, slots=True)
 class DataType:
-    """A column type: a Hive type name plus its parameters (`varchar(n)`, `char(n)`, `decimal(p,s)`)."""
+    """A column type: a Hive type name plus its parameters (`varchar(n)`, `char(n)`, `decimal(p,s)`) or, for the
+    complex types, its element types (`array<T>`: (T,), `map<K,V>`: (K, V), `struct<a:T,...>`: the field types,
+    with `field_names`)."""
 
     name: str
     length: int | None = None
     precision: int | None = None
     scale: int | None = None
+    children: tuple[DataType, ...] = ()
+    field_names: tuple[str, ...] = ()
 
     def __str__(self) -> str:
+        """The canonical Hive spelling, which `parse_type` reads back: `decimal(10,2)`, `map<string,array<int>>`."""
         if self.name in ("varchar", "char"):
             return f"{self.name}({self.length})"
         if self.name == "decimal":
             return f"decimal({self.precision},{self.scale})"
+        if self.name == "struct":
+            fields = ",".join(f"{_field_name(n)}:{t}" for n, t in zip(self.field_names, self.children, strict=True))
+            return f"struct<{fields}>"
+        if self.name in COMPLEX_TYPES:
+            return f"{self.name}<{','.join(map(str, self.children))}>"
         return self.name
 
     @property
@@ -73,6 +94,24 @@ class DataType:
     @property
     def is_string(self) -> bool:
         return self.name in STRING_TYPES
+
+    @property
+    def is_complex(self) -> bool:
+        """`array`, `map` or `struct`."""
+        return self.name in COMPLEX_TYPES
+
+    @property
+    def is_orderable(self) -> bool:
+        """Whether values compare and order: what a filter may compare, statistics may skip on, a partition key
+        may have. False for `binary` and the complex types."""
+        return self.name not in UNORDERED_TYPES
+
+
+_BARE_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _field_name(name: str) -> str:
+    return name if _BARE_FIELD.fullmatch(name) else "`" + name.replace("`", "``") + "`"
 
 
 STRING = DataType("string")
@@ -96,34 +135,124 @@ def decimal_type(precision: int, scale: int) -> DataType:
     return DataType("decimal", precision=precision, scale=scale)
 
 
-_TYPE_RE = re.compile(r"^\s*([a-zA-Z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
+_TYPE_TOKEN = re.compile(
+    r"\s*(?:(?P<word>[A-Za-z0-9_$]+)|(?P<quoted>`[^`]*(?:``[^`]*)*`)|(?P<punct>[<>,:()])|(?P<end>\Z)|(?P<other>.))",
+    re.DOTALL,
+)
+_KNOWN = ", ".join(sorted({*TYPE_NAMES, "binary"})) + ", array<T>, map<K,V>, struct<name:T,...>"
 
 
 def parse_type(text: str | DataType) -> DataType:
-    """Parse a Hive type name such as `int`, `varchar(20)` or `decimal(10,2)` (case-insensitive)."""
+    """Parse a Hive type such as `int`, `varchar(20)`, `decimal(10,2)`, `array<int>`, `map<string,int>` or
+    `struct<a:int,b:array<string>>` (case-insensitive, spaces allowed), iteratively however deep it nests."""
     if isinstance(text, DataType):
         return text
     if not isinstance(text, str):
         raise TypeCoercionError(f"a type must be a string such as 'int' or 'decimal(10,2)', got {text!r}")
-    match = _TYPE_RE.match(text)
-    if not match:
-        raise TypeCoercionError(f"unknown type {text!r}; known types: {', '.join(sorted(TYPE_NAMES))}")
-    name = match.group(1).lower()
-    name = _SYNONYMS.get(name, name)
-    first, second = match.group(2), match.group(3)
-    if name not in TYPE_NAMES:
-        raise TypeCoercionError(f"unknown type {text!r}; known types: {', '.join(sorted(TYPE_NAMES))}")
-    if name == "decimal":
-        precision = int(first) if first is not None else 10
-        scale = int(second) if second is not None else 0
-        return decimal_type(precision, scale)
-    if name in ("varchar", "char"):
-        if first is None or second is not None or int(first) < 1:
-            raise TypeCoercionError(f"type {text!r} needs one positive length, as in {name}(20)")
-        return DataType(name, length=int(first))
-    if first is not None:
-        raise TypeCoercionError(f"type {name} takes no parameters, got {text!r}")
-    return DataType(name)
+    return _TypeParser(text).parse()
+
+
+class _TypeParser:
+    """One type string: its tokens and an explicit stack of the complex types still open."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = [(m.lastgroup or "", m.group(m.lastgroup or 0), m.start()) for m in _TYPE_TOKEN.finditer(text)]
+        self.i = 0
+
+    def fail(self, message: str) -> TypeCoercionError:
+        kind, raw, start = self.tokens[self.i]
+        found = "end of type" if kind == "end" else repr(raw)
+        return TypeCoercionError(f"bad type {self.text!r}: {message} at position {start}, found {found}")
+
+    def take(self, punct: str, message: str) -> None:
+        kind, raw, _ = self.tokens[self.i]
+        if kind != "punct" or raw != punct:
+            raise self.fail(message)
+        self.i += 1
+
+    def peek(self) -> str:
+        kind, raw, _ = self.tokens[self.i]
+        return raw if kind == "punct" else kind
+
+    def parse(self) -> DataType:
+        open_types: list[tuple[str, list[DataType], list[str]]] = []
+        while True:
+            kind, raw, _ = self.tokens[self.i]
+            if kind != "word" or raw[0].isdigit():
+                if kind == "end" and not open_types and self.i == 0:
+                    raise TypeCoercionError(f"unknown type {self.text!r}; known types: {_KNOWN}")
+                raise self.fail("expected a type name")
+            name = _SYNONYMS.get(raw.lower(), raw.lower())
+            self.i += 1
+            if name in COMPLEX_TYPES:
+                if len(open_types) >= MAX_TYPE_DEPTH:
+                    raise self.fail(f"types nest more than {MAX_TYPE_DEPTH} deep")
+                self.take("<", f"expected '<' after {name}")
+                open_types.append((name, [], []))
+                if name == "struct":
+                    self.field_name(open_types[-1][2])
+                continue
+            dtype = self.primitive(name)
+            while True:
+                if not open_types:
+                    if self.peek() != "end":
+                        raise self.fail("expected end of type")
+                    return dtype
+                name, children, names = open_types[-1]
+                children.append(dtype)
+                wanted = {"array": 1, "map": 2}.get(name)
+                if self.peek() == "," and len(children) != wanted:
+                    self.i += 1
+                    if name == "struct":
+                        self.field_name(names)
+                    break
+                if wanted is not None and len(children) < wanted:
+                    raise self.fail("expected ',' and the value type in map<")
+                self.take(">", f"expected '>'{' or ,' if name == 'struct' else ''} to close {name}<")
+                open_types.pop()
+                if name == "map" and children[0].is_complex:
+                    raise TypeCoercionError(f"bad type {self.text!r}: a map's keys must be of a primitive type")
+                if name == "struct" and len({n.lower() for n in names}) != len(names):
+                    raise TypeCoercionError(f"bad type {self.text!r}: a struct has two fields of one name")
+                dtype = DataType(name, children=tuple(children), field_names=tuple(names))
+
+    def field_name(self, names: list[str]) -> None:
+        kind, raw, _ = self.tokens[self.i]
+        if kind == "quoted" and len(raw) > 2:
+            names.append(raw[1:-1].replace("``", "`"))
+        elif kind == "word":
+            names.append(raw)
+        else:
+            raise self.fail("expected a struct field name")
+        self.i += 1
+        self.take(":", "expected ':' after a struct field name")
+
+    def primitive(self, name: str) -> DataType:
+        params: list[int] = []
+        if self.peek() == "(":
+            self.i += 1
+            while True:
+                kind, raw, _ = self.tokens[self.i]
+                if kind != "word" or not raw.isdigit() or len(raw) > 10:
+                    raise self.fail("expected a number (at most 10 digits) in the type's parameters")
+                params.append(int(raw))
+                self.i += 1
+                if self.peek() != "," or len(params) == 2:
+                    break
+                self.i += 1
+            self.take(")", "expected ')' after the type's parameters")
+        if name not in TYPE_NAMES and name != "binary":
+            raise TypeCoercionError(f"unknown type {self.text!r}; known types: {_KNOWN}")
+        if name == "decimal":
+            return decimal_type(params[0] if params else 10, params[1] if len(params) > 1 else 0)
+        if name in ("varchar", "char"):
+            if len(params) != 1 or params[0] < 1:
+                raise TypeCoercionError(f"type {self.text!r} needs one positive length, as in {name}(20)")
+            return DataType(name, length=params[0])
+        if params:
+            raise TypeCoercionError(f"type {name} takes no parameters, got {self.text!r}")
+        return DataType(name)
 
 
 def float32(value: float) -> float:
@@ -171,22 +300,22 @@ def parse_timestamp(text: str) -> dt.datetime:
         raise TypeCoercionError(f"{text!r} is not a valid timestamp: {exc}") from None
 
 
+_INTEGER_RE = re.compile(r"[+-]?[0-9]+\Z")
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+
+
 def _parse_number(text: str) -> Decimal | float:
-    stripped = text.strip()
-    lowered = stripped.lower()
+    """A number from its text: ASCII digits with an optional sign, point and exponent, or NaN / Infinity."""
+    lowered = text.lower()
     if lowered in ("nan", "+nan", "-nan"):
         return math.nan
     if lowered in ("inf", "+inf", "infinity", "+infinity"):
         return math.inf
     if lowered in ("-inf", "-infinity"):
         return -math.inf
-    try:
-        number = Decimal(stripped)
-    except InvalidOperation:
-        raise TypeCoercionError(f"{text!r} is not a number") from None
-    if not number.is_finite():
+    if not _NUMBER_RE.match(text):
         raise TypeCoercionError(f"{text!r} is not a number")
-    return number
+    return Decimal(text)
 
 
 def _decimal_fits(value: Decimal, dtype: DataType) -> bool:
@@ -241,6 +370,14 @@ def convert(value: Any, dtype: DataType) -> Any:
     if value is None:
         return None
     name = dtype.name
+    if name in UNORDERED_TYPES:
+        raise TypeCoercionError(
+            f"{dtype} values are stored and returned but never compared: no filter or partition value takes one"
+        )
+    if isinstance(value, str) and name not in STRING_TYPES and (not value.isascii() or value != value.strip()):
+        raise TypeCoercionError(
+            f"{value!r} is not a valid {dtype}: typed values are written in ASCII, without surrounding spaces"
+        )
     try:
         if name in STRING_TYPES:
             if isinstance(value, str):
@@ -251,6 +388,8 @@ def convert(value: Any, dtype: DataType) -> Any:
                 return format_value(value, infer_type(value))
         elif name in INTEGER_RANGES:
             number = _as_number(value)
+            if isinstance(value, str) and not _INTEGER_RE.match(value):
+                raise TypeCoercionError(f"{value!r} is not an integer: write ASCII digits, with an optional sign")
             if number is not None:
                 if isinstance(number, float) and not number.is_integer():
                     raise TypeCoercionError(f"{value!r} is not an integer")

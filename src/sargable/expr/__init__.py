@@ -1,12 +1,15 @@
 """The predicate language: one engine-neutral expression tree and the ways into and out of it.
 
-Submodules: `nodes` (the tree and builders), `parser` (filter text), `render` (canonical text), `binary`
-(compact bytes), `bind` (resolve against a schema), `evaluate` (three-valued evaluation), `normalize`
-(NNF, constant folding, range merging, DNF/CNF), `sarg` (Hive SearchArgument view), `like` (LIKE patterns).
+Submodules: `tokens` (the lexicon: keywords, operators, tokenizers), `nodes` (the tree and builders), `parser`
+(filter text), `render` (canonical text), `binary` (compact bytes), `bind` (resolve against a schema), `bound`
+(`BoundFilter`: a filter bound once, at the edge, for the layers below), `evaluate` (three-valued evaluation),
+`normalize` (NNF, constant folding, range merging, DNF/CNF), `sarg` (Hive SearchArgument view), `like` (LIKE
+patterns), `java_regex` (Java regular expressions as Python's), `truth_tests` (`IS [NOT] TRUE|FALSE`).
 """
 
 from sargable.expr.binary import dumps, loads
 from sargable.expr.bind import bind
+from sargable.expr.bound import BoundFilter, bind_filter, conjoin
 from sargable.expr.evaluate import evaluate, evaluate_many
 from sargable.expr.nodes import (
     FALSE,
@@ -46,6 +49,7 @@ __all__ = [
     "TRUE",
     "And",
     "Between",
+    "BoundFilter",
     "Column",
     "Comparison",
     "Expr",
@@ -61,8 +65,10 @@ __all__ = [
     "SearchArgument",
     "and_",
     "bind",
+    "bind_filter",
     "col",
     "columns_of",
+    "conjoin",
     "dumps",
     "evaluate",
     "evaluate_many",

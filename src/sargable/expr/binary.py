@@ -21,7 +21,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from sargable.errors import SerializationError
+from sargable.errors import SerializationError, TypeCoercionError
 from sargable.expr.nodes import (
     COMPARISON_OPS,
     FALSE,
@@ -41,7 +41,7 @@ from sargable.expr.nodes import (
     Or,
     Regex,
 )
-from sargable.types import BIGINT, BOOLEAN, NULL, STRING, DataType
+from sargable.types import BIGINT, BOOLEAN, NULL, STRING, DataType, parse_type
 
 MAGIC = b"SG"
 VERSION = 1
@@ -61,7 +61,8 @@ _SIMPLE_TYPES = (
 )
 _SIMPLE_TAG = {name: index for index, name in enumerate(_SIMPLE_TYPES)}
 _SIMPLE_DTYPES = tuple(DataType(name) for name in _SIMPLE_TYPES)
-TYPE_VARCHAR, TYPE_CHAR, TYPE_DECIMAL, TYPE_OTHER = 0x20, 0x21, 0x22, 0x3F
+TYPE_VARCHAR, TYPE_CHAR, TYPE_DECIMAL, TYPE_TEXT, TYPE_OTHER = 0x20, 0x21, 0x22, 0x3E, 0x3F
+"""TYPE_TEXT: a complex type (array, map, struct) as its canonical Hive spelling."""
 
 # Value tags: the Python type of a literal's value.
 V_NONE, V_FALSE, V_TRUE, V_INT, V_BIGINT, V_FLOAT, V_DECIMAL, V_STR, V_DATE, V_DATETIME = range(10)
@@ -111,6 +112,9 @@ class _Writer:
             self.out.append(TYPE_DECIMAL)
             self.varint(precision)
             self.varint(scale)
+        elif dtype.children:
+            self.out.append(TYPE_TEXT)
+            self.string(str(dtype))
         else:
             self.out.append(TYPE_OTHER)
             self.string(name)
@@ -343,6 +347,12 @@ class _Reader:
             return DataType("varchar" if tag == TYPE_VARCHAR else "char", length=self.varint())
         if tag == TYPE_DECIMAL:
             return DataType("decimal", precision=self.varint(), scale=self.varint())
+        if tag == TYPE_TEXT:
+            text = self.string()
+            try:
+                return parse_type(text)
+            except TypeCoercionError as exc:
+                raise self.fail(f"bad type text: {exc}") from None
         if tag == TYPE_OTHER:
             name = self.string()
             params = [self.varint() for _ in range(3)]

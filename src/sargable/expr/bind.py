@@ -234,8 +234,19 @@ def _(node: Literal, kids: list[Bound], context: _Context) -> Bound:
     return check_literal(node), node.type
 
 
+def _comparable(kids: list[Bound], what: str) -> None:
+    """Refuse a binary or complex operand: such columns are stored and returned, never compared."""
+    for node, dtype in kids:
+        if dtype is not None and not dtype.is_orderable:
+            raise BindError(
+                f"{describe(node)} has type {dtype}, which {what} can't take: binary and complex (array, map, "
+                "struct) columns are stored and returned but never compared; only IS [NOT] NULL tests them"
+            )
+
+
 @_bind.register
 def _(node: Func, kids: list[Bound], context: _Context) -> Bound:
+    _comparable(kids, f"{node.name}()")
     args = tuple(k for k, _ in kids)
     try:
         result = function_result_type(node.name, [t for _, t in kids])
@@ -246,6 +257,7 @@ def _(node: Func, kids: list[Bound], context: _Context) -> Bound:
 
 @_bind.register
 def _(node: Comparison, kids: list[Bound], context: _Context) -> Bound:
+    _comparable(kids, "a comparison")
     (left, lt), (right, rt) = kids
     if isinstance(left, Literal) and (not isinstance(right, Literal) or _string_beside_other(lt, rt)):
         left = _unify(right, rt, left, lt, context)
@@ -258,6 +270,7 @@ def _(node: Comparison, kids: list[Bound], context: _Context) -> Bound:
 
 @_bind.register
 def _(node: In, kids: list[Bound], context: _Context) -> Bound:
+    _comparable(kids, "IN")
     operand, otype = kids[0]
     if len(kids) == 1:
         what = describe(operand)
@@ -274,6 +287,7 @@ def _(node: In, kids: list[Bound], context: _Context) -> Bound:
 
 @_bind.register
 def _(node: Between, kids: list[Bound], context: _Context) -> Bound:
+    _comparable(kids, "BETWEEN")
     (operand, otype), (low, ltype), (high, htype) = kids
     low, high = _unify(operand, otype, low, ltype, context), _unify(operand, otype, high, htype, context)
     if operand is node.operand and low is node.low and high is node.high:
@@ -289,6 +303,7 @@ def _(node: IsNull, kids: list[Bound], context: _Context) -> Bound:
 
 @_bind.register
 def _(node: Like, kids: list[Bound], context: _Context) -> Bound:
+    _comparable(kids, "LIKE")
     like_to_regex(node.pattern, node.escape)
     operand = kids[0][0]
     return (node if operand is node.operand else Like(operand, node.pattern, node.escape, node.negated)), BOOLEAN
@@ -296,6 +311,7 @@ def _(node: Like, kids: list[Bound], context: _Context) -> Bound:
 
 @_bind.register
 def _(node: Regex, kids: list[Bound], context: _Context) -> Bound:
+    _comparable(kids, "RLIKE")
     compile_regex(node.pattern)
     operand = kids[0][0]
     return (node if operand is node.operand else Regex(operand, node.pattern, node.negated)), BOOLEAN

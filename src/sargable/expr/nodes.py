@@ -13,11 +13,20 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from sargable.errors import InvalidExpressionError
+from sargable.expr.tokens import COMPARISON_OPS
 from sargable.types import BOOLEAN, NULL, DataType, infer_type
 
-COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=", "<=>")
 FLIPPED_OP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "<=>": "<=>"}
 NEGATED_OP = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+_printer: list[Callable[[Expr], str]] = []
+"""The function `str(expr)` calls; empty until `sargable.expr.render` is imported (the package imports it)."""
+
+
+def set_printer(printer: Callable[[Expr], str]) -> None:
+    """Install `printer` as `str(expr)`: the printer module imports this one, so this one can't import it back."""
+    _printer[:] = [printer]
 
 
 def _value_key(value: Any) -> Any:
@@ -108,14 +117,11 @@ class Expr:
         return result if result is NotImplemented else not result
 
     def __repr__(self) -> str:
-        from sargable.expr.render import render
-
-        return f"{type(self).__name__}<{render(self)}>"
+        return f"{type(self).__name__}<{self}>"
 
     def __str__(self) -> str:
-        from sargable.expr.render import render
-
-        return render(self)
+        """The canonical filter text, by the printer `sargable.expr.render` installs (`set_printer`)."""
+        return _printer[0](self) if _printer else object.__repr__(self)
 
     def __and__(self, other: Expr) -> Expr:
         return and_(self, _as_expr(other))

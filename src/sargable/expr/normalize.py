@@ -24,8 +24,10 @@ Every pass walks only the AND/OR/NOT skeleton without recursion; a leaf such as 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from sargable.domain import Interval, intersect, union
 from sargable.errors import ExpressionTooComplexError, SargableError, TypeCoercionError
 from sargable.expr.evaluate import compare_values, literal_value, value_key, value_sort_key
 from sargable.expr.nodes import (
@@ -252,9 +254,11 @@ def _fold_connective(node: Expr, kids: list[Expr], absorbing: bool) -> Expr:
 
 
 def _fold_not(node: Expr, child: Expr) -> Expr:
-    if type(child) is Literal and (child.value is None or type(child.value) is bool):
+    """NOT over a folded child: a constant, or a leaf that folding changed (`x <=> NULL` became `x IS NULL`), takes
+    the NOT into itself, so a normalized expression stays in NNF and normalizing it again changes nothing."""
+    if child is not node.child or (type(child) is Literal and (child.value is None or type(child.value) is bool)):
         return _negate_leaf(child)
-    return _negation_kept(node, child)
+    return node
 
 
 def fold_constants(expr: Expr) -> Expr:
@@ -274,8 +278,6 @@ def fold_constants(expr: Expr) -> Expr:
 _RANGE_OPS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _AND_KINDS = frozenset({"=", "!=", "<", "<=", ">", ">=", "in", "notin", "between"})
 _OR_KINDS = frozenset({"=", "!=", "<", "<=", ">", ">=", "in", "between", "notbetween"})
-Bound = tuple[Literal, bool]
-Interval = tuple[Literal | None, bool, Literal | None, bool]
 
 
 def _present(node: Expr) -> bool:
@@ -317,25 +319,8 @@ def full_range(operand: Expr) -> Expr:
 
 
 def _cmp(a: Literal, b: Literal) -> int:
+    """The order of two literals' values (`compare_values`): the order intervals of literals are merged in."""
     return compare_values(a.value, b.value)
-
-
-def _higher_low(current: Bound | None, new: Bound) -> Bound:
-    if current is None:
-        return new
-    order = _cmp(new[0], current[0])
-    if order == 0:
-        return current[0], current[1] and new[1]
-    return new if order > 0 else current
-
-
-def _lower_high(current: Bound | None, new: Bound) -> Bound:
-    if current is None:
-        return new
-    order = _cmp(new[0], current[0])
-    if order == 0:
-        return current[0], current[1] and new[1]
-    return new if order < 0 else current
 
 
 def _sorted_literals(literals: Any) -> list[Literal]:
@@ -357,18 +342,16 @@ def _check_comparable(items: list[tuple[str, tuple[Literal, ...]]]) -> None:
 
 def _intersect(operand: Expr, items: list[tuple[str, tuple[Literal, ...]]]) -> Expr:
     """The conjunction of range constraints on `operand` as one tightest expression."""
-    low: Bound | None = None
-    high: Bound | None = None
+    span = Interval()
     points: dict[Any, Literal] | None = None
     excluded: dict[Any, Literal] = {}
     for kind, literals in items:
         if kind in ("<", "<="):
-            high = _lower_high(high, (literals[0], kind == "<="))
+            span = intersect(span, Interval(hi=literals[0], hi_incl=kind == "<="), _cmp)
         elif kind in (">", ">="):
-            low = _higher_low(low, (literals[0], kind == ">="))
+            span = intersect(span, Interval(literals[0], kind == ">="), _cmp)
         elif kind == "between":
-            low = _higher_low(low, (literals[0], True))
-            high = _lower_high(high, (literals[1], True))
+            span = intersect(span, Interval(literals[0], True, literals[1], True), _cmp)
         elif kind in ("=", "in"):
             new: dict[Any, Literal] = {}
             for literal in literals:
@@ -378,53 +361,40 @@ def _intersect(operand: Expr, items: list[tuple[str, tuple[Literal, ...]]]) -> E
             for literal in literals:
                 excluded.setdefault(value_key(literal.value), literal)
 
-    def inside(literal: Literal) -> bool:
-        if low is not None:
-            order = _cmp(literal, low[0])
-            if order < 0 or (order == 0 and not low[1]):
-                return False
-        if high is not None:
-            order = _cmp(literal, high[0])
-            if order > 0 or (order == 0 and not high[1]):
-                return False
-        return True
-
     if points is not None:
-        kept = _sorted_literals(v for k, v in points.items() if k not in excluded and inside(v))
+        kept = _sorted_literals(v for k, v in points.items() if k not in excluded and span.contains(v, _cmp))
         return _points(operand, kept) if kept else empty_range(operand)
-    if low is not None and high is not None:
-        order = _cmp(low[0], high[0])
-        if order > 0 or (order == 0 and not (low[1] and high[1])):
+    if span.is_empty(_cmp):
+        return empty_range(operand)
+    if span.lo is not None and span.hi is not None and _cmp(span.lo, span.hi) == 0:
+        if value_key(span.lo.value) in excluded:
             return empty_range(operand)
-        if order == 0:
-            if value_key(low[0].value) in excluded:
-                return empty_range(operand)
-            return Comparison("=", operand, low[0])
+        return Comparison("=", operand, span.lo)
     remaining = []
     for literal in excluded.values():
-        if low is not None:
-            order = _cmp(literal, low[0])
-            if order < 0 or (order == 0 and not low[1]):
+        if span.lo is not None:
+            order = _cmp(literal, span.lo)
+            if order < 0 or (order == 0 and not span.lo_incl):
                 continue
             if order == 0:
-                low = (low[0], False)
+                span = replace(span, lo_incl=False)
                 continue
-        if high is not None:
-            order = _cmp(literal, high[0])
-            if order > 0 or (order == 0 and not high[1]):
+        if span.hi is not None:
+            order = _cmp(literal, span.hi)
+            if order > 0 or (order == 0 and not span.hi_incl):
                 continue
             if order == 0:
-                high = (high[0], False)
+                span = replace(span, hi_incl=False)
                 continue
         remaining.append(literal)
     terms: list[Expr] = []
-    if low is not None and high is not None and low[1] and high[1]:
-        terms.append(Between(operand, low[0], high[0]))
+    if span.lo is not None and span.hi is not None and span.lo_incl and span.hi_incl:
+        terms.append(Between(operand, span.lo, span.hi))
     else:
-        if low is not None:
-            terms.append(Comparison(">=" if low[1] else ">", operand, low[0]))
-        if high is not None:
-            terms.append(Comparison("<=" if high[1] else "<", operand, high[0]))
+        if span.lo is not None:
+            terms.append(Comparison(">=" if span.lo_incl else ">", operand, span.lo))
+        if span.hi is not None:
+            terms.append(Comparison("<=" if span.hi_incl else "<", operand, span.hi))
     if remaining:
         terms.append(_points(operand, _sorted_literals(remaining), negated=True))
     return and_(*terms)
@@ -435,72 +405,54 @@ def _intervals(items: list[tuple[str, tuple[Literal, ...]]]) -> list[Interval]:
     for kind, literals in items:
         first = literals[0]
         if kind in ("=", "in"):
-            out.extend((literal, True, literal, True) for literal in literals)
+            out.extend(Interval.point(literal) for literal in literals)
         elif kind in ("<", "<="):
-            out.append((None, False, first, kind == "<="))
+            out.append(Interval(None, False, first, kind == "<="))
         elif kind in (">", ">="):
-            out.append((first, kind == ">=", None, False))
+            out.append(Interval(first, kind == ">=", None, False))
         elif kind == "between":
             if _cmp(literals[0], literals[1]) <= 0:
-                out.append((literals[0], True, literals[1], True))
+                out.append(Interval(literals[0], True, literals[1], True))
         elif kind == "!=":
-            out.extend(((None, False, first, False), (first, False, None, False)))
+            out.extend((Interval(None, False, first, False), Interval(first, False, None, False)))
         else:
-            out.extend(((None, False, literals[0], False), (literals[1], False, None, False)))
+            out.extend((Interval(None, False, literals[0], False), Interval(literals[1], False, None, False)))
     return out
 
 
 def _interval_order(interval: Interval) -> tuple[Any, ...]:
-    low = interval[0]
-    return (0,) if low is None else (1, value_sort_key(low.value), not interval[1])
+    low = interval.lo
+    return (0,) if low is None else (1, value_sort_key(low.value), not interval.lo_incl)
 
 
 def _union(operand: Expr, items: list[tuple[str, tuple[Literal, ...]]]) -> list[Expr]:
     """The disjunction of range constraints on `operand` as few terms as possible."""
-    merged: list[Interval] = []
-    for interval in sorted(_intervals(items), key=_interval_order):
-        if merged:
-            low, low_inc, high, high_inc = merged[-1]
-            touches = high is None or interval[0] is None
-            if not touches:
-                order = _cmp(interval[0], high)  # type: ignore[arg-type]
-                touches = order < 0 or (order == 0 and (high_inc or interval[1]))
-            if touches:
-                if high is not None:
-                    if interval[2] is None:
-                        high, high_inc = None, False
-                    else:
-                        order = _cmp(interval[2], high)
-                        if order > 0 or (order == 0 and interval[3]):
-                            high, high_inc = interval[2], interval[3] or (order == 0 and high_inc)
-                merged[-1] = (low, low_inc, high, high_inc)
-                continue
-        merged.append(interval)
+    merged = union(sorted(_intervals(items), key=_interval_order), _cmp)
     if not merged:
         return [empty_range(operand)]
-    if merged[0][0] is None and merged[-1][2] is None:
+    if merged[0].lo is None and merged[-1].hi is None:
         if len(merged) == 1:
             return [full_range(operand)]
-        gaps = [merged[i][2] for i in range(len(merged) - 1)]
+        gaps = [merged[i].hi for i in range(len(merged) - 1)]
         if all(
-            not merged[i][3] and not merged[i + 1][1] and _cmp(merged[i][2], merged[i + 1][0]) == 0  # type: ignore[arg-type]
+            not merged[i].hi_incl and not merged[i + 1].lo_incl and _cmp(merged[i].hi, merged[i + 1].lo) == 0
             for i in range(len(merged) - 1)
         ):
             return [_points(operand, gaps, negated=True)]  # type: ignore[arg-type]
-    points = [iv[0] for iv in merged if iv[0] is not None and iv[2] is not None and _cmp(iv[0], iv[2]) == 0]
-    terms: list[Expr] = [_points(operand, points)] if points else []  # type: ignore[arg-type]
-    for low, low_inc, high, high_inc in merged:
-        if low is not None and high is not None:
-            if _cmp(low, high) == 0:
+    points = [iv.lo for iv in merged if iv.lo is not None and iv.hi is not None and _cmp(iv.lo, iv.hi) == 0]
+    terms: list[Expr] = [_points(operand, points)] if points else []
+    for iv in merged:
+        if iv.lo is not None and iv.hi is not None:
+            if _cmp(iv.lo, iv.hi) == 0:
                 continue
-            if low_inc and high_inc:
-                terms.append(Between(operand, low, high))
+            if iv.lo_incl and iv.hi_incl:
+                terms.append(Between(operand, iv.lo, iv.hi))
                 continue
         parts = []
-        if low is not None:
-            parts.append(Comparison(">=" if low_inc else ">", operand, low))
-        if high is not None:
-            parts.append(Comparison("<=" if high_inc else "<", operand, high))
+        if iv.lo is not None:
+            parts.append(Comparison(">=" if iv.lo_incl else ">", operand, iv.lo))
+        if iv.hi is not None:
+            parts.append(Comparison("<=" if iv.hi_incl else "<", operand, iv.hi))
         terms.append(and_(*parts))
     return terms
 

@@ -1,23 +1,25 @@
-"""The filter-text parser: the Hive metastore partition-filter syntax, and more, into an `Expr` tree.
+"""The filter-text parser: the Hive metastore's filter syntax (Hive 2.3 to 4.x) and more, into an `Expr` tree.
 
-A hand-written tokenizer (one compiled master regex) feeds a parser that is iterative everywhere: the boolean level
-is a shunting-yard over NOT/AND/OR and parentheses, function calls and CAST nest through explicit stacks, so 10,000
+A parser over the tokens of `sargable.expr.tokens` that is iterative everywhere: the boolean level is a
+shunting-yard over NOT/AND/OR and parentheses, function calls and CAST nest through explicit stacks, so 10,000
 levels of nesting or a 100,000-term chain never touch Python's recursion limit and parse in linear time.
 
-Lexical rules: keywords are case-insensitive; identifiers are bare (`[A-Za-z_][A-Za-z0-9_]*`) or in backquotes, a
-backquote inside doubled; strings are in single or double quotes with the quote doubled (`'it''s'`) -- there are no
-backslash escapes (SQL's rule, not Hive's), so a backslash is an ordinary character. `DATE`, `TIMESTAMP`, `CAST`,
-`AS` and `ESCAPE` are keywords only where their syntax applies, so a partition column may be called `date`.
+Beyond SQL's predicates it reads the forms Hive's clients send: a parenthesized column before IN (`(hr) in (1, 2)`),
+multi-column IN (`(struct(a, b)) in (const struct(1, 'x'), ...)` or `(a, b) in ((1, 'x'), ...)`, an OR of ANDs),
+and `p IS [NOT] TRUE|FALSE` after any predicate or parenthesized filter (Hive 4.1), rewritten exactly with
+`sargable.expr.truth_tests`. `dialect="hive"` adds Hive's lexical forms (see `tokens`), its reading of LIKE as a
+Java regular expression over the whole value (RLIKE: a Java regex found anywhere), and Hive's names: `is`, `null`,
+`true`, ... name a column where Hive's grammar reads them as one (`true = 'x'`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from decimal import Decimal
 from typing import Any, NoReturn
 
 from sargable.errors import FilterSyntaxError, PatternError, SargableError, TypeCoercionError
+from sargable.expr.java_regex import translate_java_regex
 from sargable.expr.like import compile_regex, validate_like
 from sargable.expr.nodes import (
     FALSE,
@@ -34,11 +36,27 @@ from sargable.expr.nodes import (
     Like,
     Literal,
     Not,
+    Operand,
     Or,
     Regex,
+    and_,
+    or_,
 )
+from sargable.expr.tokens import (
+    CONTEXTUAL,
+    DIALECTS,
+    HIVE_SOFT,
+    KEYWORDS,
+    LITERAL_KINDS,
+    OPERATORS,
+    RESERVED,
+    string_value,
+    tokenize,
+)
+from sargable.expr.truth_tests import is_false, is_true
 from sargable.types import (
     BIGINT,
+    COMPLEX_TYPES,
     DATE,
     DOUBLE,
     MAX_DECIMAL_PRECISION,
@@ -52,30 +70,6 @@ from sargable.types import (
     parse_type,
 )
 
-DIALECTS = ("sql", "hive")
-RESERVED = frozenset({"AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "LIKE", "RLIKE", "REGEXP", "TRUE", "FALSE"})
-"""Words that are never a bare identifier; quote them (`` `in` ``) to name a column so."""
-CONTEXTUAL = frozenset({"DATE", "TIMESTAMP", "CAST", "AS", "ESCAPE"})
-"""Words that are keywords only where their syntax applies (`DATE '...'`, `CAST(`, ...)."""
-KEYWORDS = RESERVED | CONTEXTUAL
-BARE_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-OPERATORS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "<=>": "<=>"}
-
-_TOKEN = re.compile(
-    r"""\s*(?:
-      (?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-    | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<str>'[^']*(?:''[^']*)*'|"[^"]*(?:""[^"]*)*")
-    | (?P<quoted>`[^`]*(?:``[^`]*)*`)
-    | (?P<op>[<>=!]+)
-    | (?P<punct>[(),-])
-    | (?P<open>['"`])
-    | (?P<end>\Z)
-    | (?P<other>.)
-    )""",
-    re.VERBOSE | re.DOTALL,
-)
 _PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3}
 _CONSTANTS = {"TRUE": TRUE, "FALSE": FALSE, "NULL": NULL_LITERAL}
 _SHORT_INTEGER = 18
@@ -110,7 +104,8 @@ def _materialize(value: Any) -> Expr:
 
 
 def parse(text: str, dialect: str = "sql") -> Expr:
-    """Parse filter text into an unbound expression; `dialect="hive"` reads LIKE as a whole-value Java regex."""
+    """Parse filter text into an unbound expression; `dialect="hive"` reads what Hive metastore clients send, with
+    Hive's meaning (LIKE a whole-value Java regular expression; see the module)."""
     if not isinstance(text, str):
         raise FilterSyntaxError(f"a filter must be a str, got {type(text).__name__}")
     if dialect not in DIALECTS:
@@ -123,47 +118,15 @@ class _Parser:
 
     def __init__(self, text: str, dialect: str) -> None:
         self.text = text
+        self.dialect = dialect
         self.hive = dialect == "hive"
-        self.kinds: list[str] = []
-        self.raws: list[str] = []
-        self.starts: list[int] = []
+        tokens = tokenize(text, dialect)
+        self.kinds, self.raws, self.starts = tokens.kinds, tokens.raws, tokens.starts
         self.i = 0
         self._columns: dict[str, Column] = {}
         self._literals: dict[tuple[str, str], Literal] = {}
-        self._tokenize()
 
     # -- tokens ---------------------------------------------------------------------------------------------------
-
-    def _tokenize(self) -> None:
-        kinds, raws, starts = self.kinds, self.raws, self.starts
-        for match in _TOKEN.finditer(self.text):
-            group = match.lastgroup
-            raw = match.group(group)
-            start = match.start(group)
-            if group == "word":
-                upper = raw.upper()
-                kind = upper if upper in KEYWORDS else "name"
-            elif group == "punct":
-                kind = raw
-            elif group in ("num", "str", "quoted"):
-                kind = group
-            elif group == "op":
-                kind = "op"
-                if raw not in OPERATORS:
-                    self._fail(f"{raw!r} is not an operator; expected one of = == != <> < <= > >= <=>", start)
-            elif group == "end":
-                kinds.append("end")
-                raws.append("")
-                starts.append(start)
-                return
-            elif group == "open":
-                what = "quoted identifier" if raw == "`" else "string"
-                self._fail(f"unterminated {what}: no closing {raw} after this one", start)
-            else:
-                self._fail(f"unexpected character {raw!r}", start)
-            kinds.append(kind)
-            raws.append(raw)
-            starts.append(start)
 
     def _fail(self, message: str, position: int) -> NoReturn:
         raise FilterSyntaxError(message, self.text, position)
@@ -187,6 +150,10 @@ class _Parser:
             self._expected(what)
         self.i += 1
 
+    def _word(self, index: int, word: str) -> bool:
+        """Whether the token at `index` is the bare word `word` (`STRUCT`, `CONST`: words, not keywords)."""
+        return self.kinds[index] == "name" and self.raws[index].upper() == word
+
     # -- boolean level: shunting-yard ----------------------------------------------------------------------------
 
     def parse(self) -> Expr:
@@ -202,6 +169,9 @@ class _Parser:
                 if kind == "NOT":
                     ops.append(["NOT", starts[self.i], 1])
                     self.i += 1
+                elif kind == "(" and self._row_in_ahead():
+                    values.append(self._truth_tests(self._row_in()))
+                    expect_predicate = False
                 elif kind == "(":
                     ops.append(["(", starts[self.i], 0])
                     self.i += 1
@@ -215,7 +185,8 @@ class _Parser:
                 elif kind == ")" and not any(op[0] == "(" for op in ops):
                     self._fail("unbalanced parenthesis: this ')' has no matching '('", starts[self.i])
                 else:
-                    values.append(self._predicate())
+                    predicate = self._predicate()
+                    values.append(self._truth_tests(predicate) if kinds[self.i] == "IS" else predicate)
                     expect_predicate = False
             elif kind in ("AND", "OR"):
                 rank = _PRECEDENCE[kind]
@@ -234,6 +205,8 @@ class _Parser:
                     self._fail("unbalanced parenthesis: this ')' has no matching '('", starts[self.i])
                 ops.pop()
                 self.i += 1
+                if kinds[self.i] == "IS":
+                    values[-1] = self._truth_tests(_materialize(values[-1]))
             elif kind == "end":
                 while ops:
                     if ops[-1][0] == "(":
@@ -256,6 +229,25 @@ class _Parser:
                 args[index] = _materialize(arg)
         values.append(_Pending(kind, args))
 
+    def _truth_tests(self, predicate: Expr) -> Expr:
+        """`predicate IS [NOT] TRUE|FALSE`, as many as follow, each rewritten into a two-valued predicate."""
+        kinds = self.kinds
+        while kinds[self.i] == "IS":
+            negated = kinds[self.i + 1] == "NOT"
+            value = kinds[self.i + 1 + negated]
+            if value not in ("TRUE", "FALSE"):
+                self.i += 1 + negated
+                if value != "NULL" or not isinstance(predicate, Operand):
+                    self._expected("TRUE or FALSE" + (" (IS NULL tests a value, not a predicate)" * (value == "NULL")))
+                self.i += 1
+                predicate = IsNull(predicate, negated)
+                continue
+            self.i += 2 + negated
+            predicate = is_true(predicate) if value == "TRUE" else is_false(predicate)
+            if negated:
+                predicate = Not(predicate)
+        return predicate
+
     # -- predicates -----------------------------------------------------------------------------------------------
 
     def _predicate(self) -> Expr:
@@ -267,6 +259,9 @@ class _Parser:
             self.i += 1
             return Comparison(op, operand, self._operand("a value"))
         if kind == "IS":
+            following = self.kinds[self.i + 1 + (self.kinds[self.i + 1] == "NOT")]
+            if following in ("TRUE", "FALSE"):
+                return operand
             self.i += 1
             negated = self.kinds[self.i] == "NOT"
             self.i += negated
@@ -292,7 +287,10 @@ class _Parser:
         if kind in ("RLIKE", "REGEXP"):
             self.i += 1
             position = self.starts[self.i]
-            return Regex(operand, self._regex(self._pattern("a quoted regular expression"), position), negated)
+            pattern = self._pattern("a quoted regular expression")
+            if self.hive:
+                return Regex(operand, self._java_regex(pattern, position, whole=False), negated)
+            return Regex(operand, self._regex(pattern, position), negated)
         return operand
 
     def _in_list(self) -> tuple[Expr, ...]:
@@ -306,14 +304,97 @@ class _Parser:
         self._expect(")", "',' or ')' in the IN list")
         return tuple(items)
 
+    # -- IN over parenthesized columns ----------------------------------------------------------------------------
+
+    def _row_in_ahead(self) -> bool:
+        """Whether `(` starts `(col) [NOT] IN`, `(c1, c2, ...) [NOT] IN` or `(struct(c1, ...)) [NOT] IN`."""
+        kinds, i = self.kinds, self.i + 1
+        struct = self._word(i, "STRUCT") and kinds[i + 1] == "("
+        i += 2 if struct else 0
+        while True:
+            if not self._is_name(i, column_only=True) or kinds[i + 1] == "(":
+                return False
+            i += 1
+            if kinds[i] != ",":
+                break
+            i += 1
+        if kinds[i] != ")" or (struct and kinds[i + 1] != ")"):
+            return False
+        i += 2 if struct else 1
+        return kinds[i] == "IN" or (kinds[i] == "NOT" and kinds[i + 1] == "IN")
+
+    def _row_in(self) -> Expr:
+        """A parenthesized IN: one column is an `In`; several make an OR of ANDs of equalities (NOT IN: its negation,
+        as an AND of ORs of `!=`, the form Hive builds)."""
+        start = self.starts[self.i]
+        self.i += 1
+        struct = self._word(self.i, "STRUCT")
+        self.i += 2 if struct else 0
+        columns = [self._column(self.i)]
+        self.i += 1
+        while self.kinds[self.i] == ",":
+            columns.append(self._column(self.i + 1))
+            self.i += 2
+        self.i += 2 if struct else 1
+        negated = self.kinds[self.i] == "NOT"
+        self.i += 2 if negated else 1
+        if len(columns) == 1 and not struct:
+            return In(columns[0], self._in_list(), negated)
+        rows = self._rows(len(columns), start)
+        if len(columns) == 1:
+            return In(columns[0], tuple(row[0] for row in rows), negated)
+        if negated:
+            return and_(*(or_(*(c.ne(v) for c, v in zip(columns, row, strict=True))) for row in rows))
+        return or_(*(and_(*(c.eq(v) for c, v in zip(columns, row, strict=True))) for row in rows))
+
+    def _rows(self, width: int, start: int) -> list[tuple[Expr, ...]]:
+        """`( row, ... )` where a row is `[CONST] STRUCT(v, ...)` or `(v, ...)` with one value per column."""
+        self._expect("(", "'(' and a list of rows")
+        rows: list[tuple[Expr, ...]] = []
+        while True:
+            row_start = self.starts[self.i]
+            if self._word(self.i, "CONST") and self._word(self.i + 1, "STRUCT"):
+                self.i += 1
+            if self._word(self.i, "STRUCT") and self.kinds[self.i + 1] == "(":
+                self.i += 1
+            self._expect("(", "a row of values such as (1, 'x') or struct(1, 'x')")
+            row = [self._operand("a value in the row")]
+            while self.kinds[self.i] == ",":
+                self.i += 1
+                row.append(self._operand("a value in the row"))
+            self._expect(")", "',' or ')' in the row")
+            if len(row) != width:
+                self._fail(
+                    f"this row has {len(row)} value{'s' if len(row) != 1 else ''} but the IN at position {start} "
+                    f"names {width} column{'s' if width != 1 else ''}",
+                    row_start,
+                )
+            rows.append(tuple(row))
+            if self.kinds[self.i] != ",":
+                break
+            self.i += 1
+        self._expect(")", "',' or ')' after a row")
+        return rows
+
+    def _column(self, index: int) -> Column:
+        name = self._name(index)
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = Column(name)
+        return column
+
+    # -- LIKE and regular expressions ------------------------------------------------------------------------------
+
     def _pattern(self, what: str) -> str:
         if self.kinds[self.i] != "str":
             self._expected(what)
         self.i += 1
-        return _unquote(self.raws[self.i - 1])
+        return string_value(self.raws[self.i - 1], self.dialect)
 
     def _like(self, operand: Expr, negated: bool) -> Expr:
         position = self.starts[self.i]
+        if self.kinds[self.i] != "str" and isinstance(operand, Literal):
+            self._expected("a quoted LIKE pattern (the column goes on the left of LIKE)")
         pattern = self._pattern("a quoted LIKE pattern")
         escape = None
         if self.kinds[self.i] == "ESCAPE":
@@ -326,8 +407,7 @@ class _Parser:
             if len(escape) != 1:
                 self._fail(f"ESCAPE must be exactly one character, got {escape!r}", escape_position)
         if self.hive:
-            self._regex(pattern, position)
-            return Regex(operand, self._regex(f"^(?:{pattern})\\Z", position), negated)
+            return Regex(operand, self._java_regex(pattern, position, whole=True), negated)
         try:
             validate_like(pattern, escape)
         except PatternError as exc:
@@ -341,13 +421,41 @@ class _Parser:
             self._fail(str(exc), position)
         return pattern
 
+    def _java_regex(self, pattern: str, position: int, whole: bool) -> str:
+        try:
+            return translate_java_regex(pattern, whole)
+        except PatternError as exc:
+            self._fail(str(exc), position)
+
     # -- operands -------------------------------------------------------------------------------------------------
 
-    def _is_name(self, index: int) -> bool:
+    def _is_name(self, index: int, column_only: bool = False) -> bool:
+        """Whether the token at `index`, in operand position, is a name (a column, or a function before `(`)."""
         kind = self.kinds[index]
         if kind == "CAST":
-            return self.kinds[index + 1] != "("
-        return kind in ("name", "quoted") or kind in CONTEXTUAL
+            return column_only or self.kinds[index + 1] != "("
+        if kind in ("name", "quoted") or kind in CONTEXTUAL:
+            return True
+        if not self.hive or kind not in HIVE_SOFT:
+            return False
+        return column_only or kind in ("IS", "RLIKE", "REGEXP") or self._hive_key(index)
+
+    def _hive_key(self, index: int) -> bool:
+        """Whether `null`, `true` or `false` at `index` is a column, as in Hive's grammar: beside an operator whose
+        other side is a Hive constant (`true = 'x'`, `'x' < null`), or before BETWEEN or LIKE."""
+        kinds = self.kinds
+        following = kinds[index + 1 + (kinds[index + 1] == "NOT")]
+        if following in ("BETWEEN", "LIKE"):
+            return True
+        if kinds[index + 1] == "op" and self._hive_constant_at(index + 2):
+            return True
+        return index >= 2 and kinds[index - 1] == "op" and kinds[index - 2] in LITERAL_KINDS
+
+    def _hive_constant_at(self, index: int) -> bool:
+        kinds = self.kinds
+        if kinds[index] == "-":
+            return kinds[index + 1] == "num"
+        return kinds[index] in LITERAL_KINDS or (kinds[index] in ("DATE", "TIMESTAMP") and kinds[index + 1] == "str")
 
     def _operand(self, what: str) -> Expr:
         """A column, literal or function call; nested calls use an explicit stack of open argument lists."""
@@ -397,12 +505,8 @@ class _Parser:
         if casts:
             value = self._literal("a literal (CAST applies to literals only)")
         elif self._is_name(self.i) and not self._date_literal_ahead():
-            name = self._name(self.i)
             self.i += 1
-            column = self._columns.get(name)
-            if column is None:
-                column = self._columns[name] = Column(name)
-            return column
+            return self._column(self.i - 1)
         else:
             value = self._literal(what)
         while casts:
@@ -424,6 +528,8 @@ class _Parser:
         start = self.i
         if self.kinds[start] not in ("name", *KEYWORDS):
             self._expected("a type name such as INT, DECIMAL(10,2) or DATE")
+        if self.raws[start].lower() in COMPLEX_TYPES:
+            self._fail(f"bad CAST type: a literal can't be cast to {self.raws[start]}", self.starts[start])
         self.i += 1
         if self.kinds[self.i] == "(":
             self.i += 1
@@ -434,9 +540,12 @@ class _Parser:
             self._expect(")", "')' after the type's parameters")
         source = self.text[self.starts[start] : self._end(self.i - 1)]
         try:
-            return parse_type(source)
+            dtype = parse_type(source)
         except TypeCoercionError as exc:
             self._fail(f"bad CAST type: {exc}", self.starts[start])
+        if not dtype.is_orderable:
+            self._fail(f"bad CAST type: a literal can't be cast to {dtype}", self.starts[start])
+        return dtype
 
     def _literal(self, what: str) -> Literal:
         kinds, i = self.kinds, self.i
@@ -455,21 +564,26 @@ class _Parser:
             raw = self.raws[i]
             cached = self._literals.get(("str", raw))
             if cached is None:
-                cached = self._literals["str", raw] = Literal(_unquote(raw), STRING)
+                cached = self._literals["str", raw] = Literal(string_value(raw, self.dialect), STRING)
             return cached
         if kind in _CONSTANTS:
             self.i = i + 1
             return _CONSTANTS[kind]
         if kind in ("DATE", "TIMESTAMP") and kinds[i + 1] == "str":
             self.i = i + 2
-            text = _unquote(self.raws[i + 1])
-            try:
-                if kind == "DATE":
-                    return Literal(parse_date(text), DATE)
-                return Literal(parse_timestamp(text), TIMESTAMP)
-            except TypeCoercionError as exc:
-                self._fail(f"bad {kind} literal: {exc}", self.starts[i + 1])
+            return self._datetime(kind, string_value(self.raws[i + 1], self.dialect), self.starts[i + 1])
+        if kind in ("date", "timestamp"):
+            self.i = i + 1
+            return self._datetime(kind.upper(), self.raws[i], self.starts[i])
         self._expected(what, value_wanted=True)
+
+    def _datetime(self, kind: str, text: str, position: int) -> Literal:
+        try:
+            if kind == "DATE":
+                return Literal(parse_date(text), DATE)
+            return Literal(parse_timestamp(text), TIMESTAMP)
+        except TypeCoercionError as exc:
+            self._fail(f"bad {kind} literal: {exc}", position)
 
     def _number(self, index: int, negative: bool) -> Literal:
         raw = self.raws[index]
@@ -501,9 +615,3 @@ class _Parser:
                 self._fail(f"number literal out of range: {exc}", position)
         self._literals[key] = literal
         return literal
-
-
-def _unquote(raw: str) -> str:
-    """The value of a quoted string token: strip the quotes, undouble the inner ones."""
-    quote = raw[0]
-    return raw[1:-1].replace(quote + quote, quote)

@@ -32,8 +32,9 @@ from sargable.expr.nodes import (
     Not,
     Or,
     Regex,
+    set_printer,
 )
-from sargable.expr.parser import BARE_IDENTIFIER, KEYWORDS
+from sargable.expr.tokens import BARE_IDENTIFIER, KEYWORDS
 from sargable.types import BOOLEAN, DATE, DOUBLE, NULL, STRING, TIMESTAMP, DataType, format_value, infer_type
 
 OR_PRECEDENCE, AND_PRECEDENCE, NOT_PRECEDENCE, PREDICATE_PRECEDENCE, OPERAND_PRECEDENCE = 1, 2, 3, 4, 5
@@ -324,6 +325,9 @@ SQL_DIALECTS: dict[str, Generator] = {"spark": SparkGenerator(), "duckdb": DuckD
 def render(expr: Expr) -> str:
     """Canonical filter text for `expr`: `parse(render(e)) == e`."""
     return _CANONICAL.generate(expr)
+
+
+set_printer(render)
 
 
 def render_sql(expr: Expr, dialect: str = "spark") -> str:

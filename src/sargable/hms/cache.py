@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from sargable.hms.convert import TableView
 from sargable.hms.encode import TableCodec
-from sargable.metastore import Table
+from sargable.metastore import TableDefinition
 
 MAX_CODECS = 256
 """Table codecs kept (one per table; a codec holds templates and memoized partition values)."""
@@ -31,7 +31,7 @@ class CachedReply(NamedTuple):
     payload: bytes
 
 
-def _definition(table: Table) -> Table:
+def _definition(table: TableDefinition) -> TableDefinition:
     """The table without its version: what a codec depends on."""
     return dataclasses.replace(table, version=0)
 
@@ -47,10 +47,10 @@ class ReplyCache:
         self._replies: OrderedDict[tuple[int, Hashable], tuple[int, CachedReply]] = OrderedDict()
         self._calls: dict[int, set[Hashable]] = {}
         self._versions: dict[int, int] = {}
-        self._codecs: OrderedDict[int, tuple[Table, TableCodec]] = OrderedDict()
+        self._codecs: OrderedDict[int, tuple[TableDefinition, TableCodec]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def codec(self, table: Table) -> TableCodec:
+    def codec(self, table: TableDefinition) -> TableCodec:
         """The codec of this table definition (built on first use, rebuilt when the definition changes)."""
         definition = _definition(table)
         with self._lock:
@@ -66,7 +66,7 @@ class ReplyCache:
                 self._codecs.popitem(last=False)
         return codec
 
-    def get(self, table: Table, call: Hashable) -> CachedReply | None:
+    def get(self, table: TableDefinition, call: Hashable) -> CachedReply | None:
         """The reply cached for `call` on this version of the table, or None."""
         key = (table.table_id, call)
         with self._lock:
@@ -76,7 +76,7 @@ class ReplyCache:
             self._replies.move_to_end(key)
             return entry[1]
 
-    def put(self, table: Table, call: Hashable, reply: CachedReply) -> None:
+    def put(self, table: TableDefinition, call: Hashable, reply: CachedReply) -> None:
         """Keep a reply read at this version of the table (ignored if a newer version was seen, or too large)."""
         if len(reply.payload) > self.largest:
             return

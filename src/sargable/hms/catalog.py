@@ -1,10 +1,11 @@
 """The server's one adapter over the metastore: every read and write `sargable serve` makes goes through `Catalog`.
 
-Today it calls `sargable.Metastore`'s name-based methods; when the metastore grows a `Table` handle and first-class
-Hive fields (issue 16, 17), this is the file to rewire. Where a Hive operation has no metastore method yet, it is
-composed here from several calls inside one store transaction (a savepoint per inner call), so it stays atomic:
-adding partitions with parameters, returning which partitions an `if_not_exists` add created, and altering a table
-(its definition is immutable today, so the table is re-created with its partitions, files and indexes).
+Reads go through a table's `Table` handle (one definition read per call, in the call's snapshot); writes through
+`sargable.Metastore`'s methods. Where a Hive operation has no metastore method yet, it is composed here from several
+calls inside one store transaction (a savepoint per inner call), so it stays atomic: adding partitions with
+parameters, returning which partitions an `if_not_exists` add created, and altering a table (its definition is
+immutable today, so the table is re-created with its partitions, files and indexes). When the metastore grows
+first-class Hive fields (issue 17), this is the file to rewire.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.expr import Expr, and_, col, or_
-from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table
+from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.names import value_from_name
 from sargable.types import DataType
 
@@ -33,7 +34,7 @@ class NewPartition:
     parameters: Mapping[str, str]
 
 
-def _values_filter(table: Table, values: Sequence[str], *, partial: bool) -> Expr:
+def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
     """Equality on each given value (`__HIVE_DEFAULT_PARTITION__` is IS NULL); with `partial`, '' means any value."""
     keys = table.partition_key_names
     if len(values) > len(keys) or (not partial and len(values) != len(keys)):
@@ -50,7 +51,7 @@ def _values_filter(table: Table, values: Sequence[str], *, partial: bool) -> Exp
     return and_(*terms)
 
 
-def typed_values(table: Table, values: Sequence[str]) -> tuple[Any, ...]:
+def typed_values(table: TableDefinition, values: Sequence[str]) -> tuple[Any, ...]:
     """Typed partition values from Hive strings, as the metastore stores them ('' of a string key is NULL)."""
     if len(values) != len(table.partition_keys):
         raise MetastoreError(
@@ -91,9 +92,8 @@ class Catalog:
         self.metastore.create_database(name, location=location or None)
 
     def database_location(self, name: str) -> str:
-        """The database's location (raises NoSuchObjectError). The metastore has no public read of a database
-        record yet: this is the one use of its private reader, to go with the Table handle's catalog."""
-        return self.metastore._database(name)["location"]
+        """The database's location (raises NoSuchObjectError)."""
+        return self.metastore.get_database(name).location
 
     def list_databases(self) -> list[str]:
         return self.metastore.list_databases()
@@ -111,15 +111,24 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
-    ) -> Table:
+    ) -> TableDefinition:
         """Create a table with a secondary index on every partition key but the first, so that a filter on any
         partition key (Spark's `hr = 3` across days) is a key range."""
         return self.metastore.create_table(
             database, name, columns, partition_keys, location, properties, index_all=True
         )
 
-    def get_table(self, database: str, name: str) -> Table:
+    def get_table(self, database: str, name: str) -> TableDefinition:
         return self.metastore.get_table(database, name)
+
+    def table(self, database: str, name: str) -> Table:
+        """The table's handle at its current version (NoSuchObjectError when it does not exist)."""
+        return self.metastore.table(database, name)
+
+    @property
+    def store_id(self) -> str:
+        """The random id of the metastore's store (Hive's `get_metastore_db_uuid`)."""
+        return self.metastore.store_id
 
     def list_tables(self, database: str) -> list[str]:
         return self.metastore.list_tables(database)
@@ -136,7 +145,7 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
-    ) -> Table:
+    ) -> TableDefinition:
         """Alter a table (rename, columns, location, properties) by re-creating it in one transaction with its
         partitions (values, explicit locations, parameters), files and secondary indexes. O(partitions + files):
         the metastore can't change a table's definition in place yet."""
@@ -214,35 +223,37 @@ class Catalog:
                     ms.alter_partition(database, table, list(p.values), parameters=p.parameters)
             return [Partition(tbl, values, p.location, dict(p.parameters)) for values, p in new]
 
-    def get_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
-        tbl = self.metastore.get_table(database, table)
-        _values_filter(tbl, values, partial=False)
-        found = self.metastore.get_partitions_by_names(database, table, [list(values)])
+    @staticmethod
+    def get_partition(table: Table, values: Sequence[str]) -> Partition:
+        """The partition with these Hive string values (NoSuchObjectError when it does not exist)."""
+        _values_filter(table.definition, values, partial=False)
+        found = table.partitions_by_names([list(values)])
         if not found:
-            raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
+            raise NoSuchObjectError(f"partition values={list(values)} of {table.qualified_name} does not exist")
         return found[0]
 
-    def partitions_by_names(self, database: str, table: str, names: Iterable[str]) -> list[Partition]:
-        return self.metastore.get_partitions_by_names(database, table, names)
+    @staticmethod
+    def partitions_by_names(table: Table, names: Iterable[str]) -> list[Partition]:
+        return table.partitions_by_names(names)
 
-    def partitions_by_values(
-        self, database: str, table: str, values: Sequence[str], max_parts: int | None
-    ) -> list[Partition]:
+    @staticmethod
+    def partitions_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Partition]:
         """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value)."""
-        tbl = self.metastore.get_table(database, table)
-        expr = _values_filter(tbl, values, partial=True)
-        return self.metastore.get_partitions_by_filter(database, table, expr, max_parts)
+        return table.partitions(_values_filter(table.definition, values, partial=True), max_parts=max_parts)
 
-    def partitions_by_filter(self, database: str, table: str, text: str, max_parts: int | None) -> list[Partition]:
+    @staticmethod
+    def partitions_by_filter(table: Table, text: str, max_parts: int | None) -> list[Partition]:
         """Partitions matching a filter in Hive's metastore syntax."""
-        return self.metastore.get_partitions_by_filter(database, table, text, max_parts, dialect="hive")
+        return table.partitions(text, max_parts=max_parts, dialect="hive")
 
-    def iter_partitions(self, database: str, table: str, max_parts: int | None) -> Iterator[Partition]:
+    @staticmethod
+    def iter_partitions(table: Table, max_parts: int | None) -> Iterator[Partition]:
         """Every partition (at most `max_parts`), in key order, streamed: call inside `snapshot()`."""
-        return islice(self.metastore.iter_partitions(database, table), max_parts)
+        return islice(table.iter_partitions(), max_parts)
 
-    def count_partitions(self, database: str, table: str) -> int:
-        return self.metastore.count_partitions(database, table)
+    @staticmethod
+    def count_partitions(table: Table) -> int:
+        return table.count_partitions()
 
     def drop_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
         """Drop one partition by its full values (NoSuchObjectError when it does not exist)."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sargable.errors import MetastoreError, TypeCoercionError
+from sargable.errors import MetastoreError, PathError, TypeCoercionError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
 from sargable.hms.extras import (
@@ -21,7 +21,8 @@ from sargable.hms.extras import (
     encode_table,
     is_reserved,
 )
-from sargable.metastore import DEFAULT_PARTITION_NAME, Partition, Table, partition_name
+from sargable.metastore import DEFAULT_PARTITION_NAME, Partition, TableDefinition, partition_name
+from sargable.paths import canonical_location, is_local
 from sargable.types import DataType, format_value, parse_type
 
 DDL_TIME = "transient_lastDdlTime"
@@ -37,7 +38,7 @@ PARQUET = Storage(
 
 
 @dataclass(frozen=True)
-class TableDefinition:
+class NewTable:
     """What `create_table` / `replace_table` take, from a Thrift `Table`."""
 
     database: str
@@ -73,7 +74,7 @@ def _storage(sd: Any) -> Storage:
     )
 
 
-def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
+def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
     """A Thrift `Table` as sargable's create arguments: scalar columns typed, everything else in the extras."""
     if not tbl.dbName or not tbl.tableName:
         raise MetastoreError("a table needs dbName and tableName")
@@ -89,9 +90,12 @@ def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
     partition_keys = []
     for field in tbl.partitionKeys or []:
         try:
-            partition_keys.append((field.name, parse_type(field.type)))
+            dtype = parse_type(field.type)
         except TypeCoercionError as exc:
             raise MetastoreError(f"partition column {field.name!r}: {exc}") from None
+        if not dtype.is_orderable:
+            raise MetastoreError(f"partition column {field.name!r} is of type {dtype}, which can't key partitions")
+        partition_keys.append((field.name, dtype))
     params = _check_parameters("table", tbl.parameters)
     params.setdefault(DDL_TIME, str(now if now is not None else int(time.time())))
     extras = TableExtras(
@@ -109,7 +113,7 @@ def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
         partition_comments={f.name: f.comment for f in tbl.partitionKeys or [] if f.comment},
         has_location=tbl.tableType != VIRTUAL_VIEW,
     )
-    return TableDefinition(
+    return NewTable(
         database=tbl.dbName,
         name=tbl.tableName,
         columns=columns,
@@ -122,7 +126,7 @@ def table_definition(tbl: Any, *, now: int | None = None) -> TableDefinition:
 class TableView:
     """One table as the Thrift API shows it; builds its partitions' Thrift objects sharing the table's parts."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableDefinition) -> None:
         self.table = table
         extras, self.parameters = decode_table(table.properties)
         self.extras = extras or TableExtras(storage=PARQUET, table_type="EXTERNAL_TABLE")
@@ -152,7 +156,7 @@ class TableView:
 
     def thrift(self) -> Any:
         t, x = self.table, self.extras
-        location = t.location if x.has_location else None
+        location = hive_location(t.location) if x.has_location else None
         return ttypes.Table(
             tableName=t.name,
             dbName=t.database,
@@ -180,7 +184,7 @@ class TableView:
             tableName=self.table.name,
             createTime=extras.create_time,
             lastAccessTime=extras.last_access_time,
-            sd=ttypes.StorageDescriptor(location=part.location, **parts),
+            sd=ttypes.StorageDescriptor(location=hive_location(part.location), **parts),
             parameters=params,
         )
 
@@ -200,8 +204,9 @@ class TableView:
             # A partition without parameters stays an empty row: its create time is not kept (Hive's is).
             params = encode_partition(PartitionExtras(create_time=part.createTime or now, storage=storage), params)
         location = part.sd.location if part.sd is not None and part.sd.location else None
-        if location is not None and location.rstrip("/") == self.default_location(values):
-            location = None
+        canonical = None if location is None else _canonical(location)
+        if canonical is not None:  # (one the metastore refuses is passed on, for its error)
+            location = None if canonical == self.default_location(values) else canonical
         return NewPartition(values, location, params)
 
     def default_location(self, values: Sequence[str]) -> str:
@@ -210,7 +215,7 @@ class TableView:
         return f"{self.table.location.rstrip('/')}/{name}"
 
 
-def hive_values(table: Table, values: Sequence[Any]) -> list[str]:
+def hive_values(table: TableDefinition, values: Sequence[Any]) -> list[str]:
     """Typed partition values as the Hive strings clients expect."""
     return [
         DEFAULT_PARTITION_NAME if value is None else format_value(value, dtype)
@@ -218,5 +223,21 @@ def hive_values(table: Table, values: Sequence[Any]) -> list[str]:
     ]
 
 
+def hive_location(location: str) -> str:
+    """A stored location as Hive's clients expect it: a local path as a `file:` URI (as Spark sends it and Hive's
+    metastore returns it; a bare path would be taken on a cluster's default file system), any other URI as it is."""
+    return "file:" + location if is_local(location) else location
+
+
+def _canonical(location: str) -> str | None:
+    """The metastore's form of a location a client sent, or None when it has none (the metastore refuses it)."""
+    try:
+        return canonical_location(location, relative=False)
+    except PathError:
+        return None
+
+
 def database(name: str, location: str) -> Any:
-    return ttypes.Database(name=name, description=None, locationUri=location, parameters={}, ownerType=None)
+    return ttypes.Database(
+        name=name, description=None, locationUri=hive_location(location), parameters={}, ownerType=None
+    )

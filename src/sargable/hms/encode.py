@@ -20,7 +20,7 @@ from thrift.Thrift import TType
 from thrift.transport.TTransport import TMemoryBuffer
 
 from sargable.hms.bindings import TBinaryProtocol, ttypes
-from sargable.hms.convert import TableView
+from sargable.hms.convert import TableView, hive_location
 from sargable.hms.extras import decode_partition
 from sargable.metastore import DEFAULT_PARTITION_NAME, Partition
 from sargable.metastore.names import escape_path_name, value_to_name
@@ -152,7 +152,8 @@ class TableCodec:
             if part.parameters:
                 append(self._with_parameters(part))
                 continue
-            location = part.location.encode()
+            location = part.location
+            location = (("file:" + location) if location[:1] == "/" else location).encode()  # hive_location, inline
             append(
                 join((head, join(map(getitem, memos, part.values)), middle, _pack_i32(len(location)), location, end))
             )
@@ -169,7 +170,7 @@ class TableCodec:
         if extras.storage is not None:
             return thrift_bytes(self.view.partition(part))
         values = b"".join(map(getitem, self._values, part.values))
-        location = part.location.encode()
+        location = hive_location(part.location).encode()
         times = _TIMES.pack(TType.I32, 4, extras.create_time, TType.I32, 5, extras.last_access_time)
         return b"".join(
             (

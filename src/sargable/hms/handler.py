@@ -29,7 +29,7 @@ from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
-from sargable.metastore import Partition, Table
+from sargable.metastore import Partition, Table, TableDefinition
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 
 WRITE_METHODS = frozenset(
@@ -205,12 +205,15 @@ class Handler(ThriftHiveMetastore.Iface):
             self.pool.give_back(catalog, broken=self.note.broken)
         self.note.reset()
 
-    def _table(self, db: str, table: str) -> Table:
+    def _handle(self, db: str, table: str) -> Table:
         self.note.table = _table_name(db, table)
         try:
-            return self.catalog.get_table(db, table)
+            return self.catalog.table(db, table)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"{db}.{table} table not found") from None
+
+    def _table(self, db: str, table: str) -> TableDefinition:
+        return self._handle(db, table).definition
 
     def _codec(self, db: str, table: str) -> TableCodec:
         return self.cache.codec(self._table(db, table))
@@ -235,18 +238,19 @@ class Handler(ThriftHiveMetastore.Iface):
         db: str,
         table: str,
         call: Hashable,
-        select: Callable[[], Sequence[Partition]],
+        select: Callable[[Table], Sequence[Partition]],
         *,
         names: bool = False,
     ) -> Encoded:
-        """The partitions (or their names) `select()` reads, from one snapshot, cached by table version."""
+        """The partitions (or their names) `select(table)` reads, from one snapshot, cached by table version."""
         hit = self._cached(db, table, call)
         if hit is not None:
             return hit
         with self.catalog.snapshot():  # (Thrift exceptions are frozen: none may pass through a `with` block)
-            tbl = self.catalog.get_table(db, table)
+            handle = self.catalog.table(db, table)
+            tbl = handle.definition
             codec = self.cache.codec(tbl)
-            parts = select()
+            parts = select(handle)
         body = codec.names(parts) if names else codec.partitions(parts)
         payload = list_header(TType.STRING if names else TType.STRUCT, len(body)) + b"".join(body)
         self.note.partitions = len(body)
@@ -267,9 +271,10 @@ class Handler(ThriftHiveMetastore.Iface):
         time; kept for the cache while the whole reply fits in it."""
         catalog = self.catalog
         with catalog.snapshot():
-            tbl = catalog.get_table(db, table)
+            handle = catalog.table(db, table)
+            tbl = handle.definition
             codec = self.cache.codec(tbl)
-            count = catalog.count_partitions(db, table)
+            count = catalog.count_partitions(handle)
             count = count if limit is None else min(count, limit)
             self.note.partitions = count
             head = list_header(TType.STRING if names else TType.STRUCT, count)
@@ -278,7 +283,7 @@ class Handler(ThriftHiveMetastore.Iface):
             kept: list[bytes] | None = [head]
             size = len(head)
             listed = 0
-            parts = catalog.iter_partitions(db, table, count)
+            parts = catalog.iter_partitions(handle, count)
             while page := list(islice(parts, PAGE)):
                 listed += len(page)
                 chunk = b"".join(encode(page))
@@ -298,6 +303,10 @@ class Handler(ThriftHiveMetastore.Iface):
     @_hive_api
     def set_ugi(self, user_name: str, group_names: list[str]) -> list[str]:
         return [*(group_names or []), user_name]
+
+    @_hive_api
+    def get_metastore_db_uuid(self) -> str:
+        return self.catalog.store_id
 
     @_hive_api
     def get_config_value(self, name: str, defaultValue: str) -> str:
@@ -551,8 +560,9 @@ class Handler(ThriftHiveMetastore.Iface):
         self._table(db_name, tbl_name)
         try:
             with self.catalog.snapshot():
-                codec = self.cache.codec(self.catalog.get_table(db_name, tbl_name))
-                found = self.catalog.get_partition(db_name, tbl_name, part_vals)
+                handle = self.catalog.table(db_name, tbl_name)
+                codec = self.cache.codec(handle.definition)
+                found = self.catalog.get_partition(handle, part_vals)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
         return self._one(codec, found)
@@ -589,7 +599,7 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             call,
-            lambda: self.catalog.partitions_by_values(db_name, tbl_name, values, limit),
+            lambda handle: self.catalog.partitions_by_values(handle, values, limit),
             names=names,
         )
 
@@ -621,14 +631,14 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             ("filter", filter, limit),
-            lambda: self.catalog.partitions_by_filter(db_name, tbl_name, filter, limit),
+            lambda handle: self.catalog.partitions_by_filter(handle, filter, limit),
         )
 
     @_hive_api
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
-        self._view(db_name, tbl_name)
+        handle = self._handle(db_name, tbl_name)
         self.note.filter = filter
-        count = len(self.catalog.partitions_by_filter(db_name, tbl_name, filter, None))
+        count = len(self.catalog.partitions_by_filter(handle, filter, None))
         self.note.partitions = count
         return count
 
@@ -639,7 +649,7 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             ("by_names", tuple(wanted)),
-            lambda: self.catalog.partitions_by_names(db_name, tbl_name, wanted),
+            lambda handle: self.catalog.partitions_by_names(handle, wanted),
         )
 
     @_hive_api

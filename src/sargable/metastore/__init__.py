@@ -1,8 +1,14 @@
 """The metastore: databases, tables, partitions and data files with statistics, in an ordered key-value store.
 
+`Metastore` is the catalog; `Metastore.table("db.t")` gives a `Table` handle that reads and writes one table.
+Modules, by concern: `metastore` (the `Metastore` class), `table` (the handle), `catalog` (databases and table
+definitions), `partitions`, `files`, `indexes`, `commit`, `totals` (a table's counts), `access` (choosing between
+the primary key order and secondary indexes), `records` (what comes back), `schema` (keyspaces and catalog keys),
+`layout` / `filecodec` / `names` (key and value encodings), `caches`, `pool` (metastores shared by URL).
+
 Layout (one keyspace each; every table's keys start with its 8-byte table id, so a table is one key range):
 
-- `catalog`: database and table definitions, and the table-id sequence;
+- `catalog`: database and table definitions, the table totals, the table-id sequence, the schema row;
 - `partitions`: table id + order-preserving encoding of the partition values (seed 000) -> location/parameters;
 - `pindex`: secondary indexes: table id + key position + the values reordered with the indexed key first -> a marker
   byte and the partition row's value, so an index lookup needs no second read;
@@ -17,8 +23,25 @@ several reads, or a long `iter_partitions`, in one).
 
 from __future__ import annotations
 
-from sargable.metastore.core import Metastore
+from sargable.metastore.access import FilterExplain
+from sargable.metastore.commit import CommitResult
+from sargable.metastore.metastore import Metastore, default_url
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, partition_name
-from sargable.metastore.records import Partition, Table, TableStats
+from sargable.metastore.pool import shared
+from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
+from sargable.metastore.table import Table
 
-__all__ = ["DEFAULT_PARTITION_NAME", "Metastore", "Partition", "Table", "TableStats", "partition_name"]
+__all__ = [
+    "DEFAULT_PARTITION_NAME",
+    "CommitResult",
+    "Database",
+    "FilterExplain",
+    "Metastore",
+    "Partition",
+    "Table",
+    "TableDefinition",
+    "TableStats",
+    "default_url",
+    "partition_name",
+    "shared",
+]

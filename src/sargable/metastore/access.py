@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sargable.expr import Expr
+from sargable.expr import BoundFilter
 from sargable.metastore.layout import table_prefix
-from sargable.metastore.records import Table
-from sargable.plan import ExecutionStats, FilterPlan, plan_filter, scan_bounds
+from sargable.metastore.records import TableDefinition
+from sargable.metastore.schema import INDEXES, PARTITIONS
+from sargable.plan import ExecutionStats, FilterPlan, plan_key_ranges, scan_bounds
 from sargable.store import Store
 from sargable.types import DataType
 
@@ -28,7 +29,7 @@ UNORDERED_WEIGHT = 2
 """Cost per key of an index path that must sort its results, relative to one that streams them in key order."""
 
 
-def index_key_columns(table: Table, column: str) -> tuple[int, list[tuple[str, DataType]]]:
+def index_key_columns(table: TableDefinition, column: str) -> tuple[int, list[tuple[str, DataType]]]:
     """Position of `column` among the partition keys, and the index's key order (that column first)."""
     names = table.partition_key_names
     position = names.index(column)
@@ -40,20 +41,20 @@ def index_key_columns(table: Table, column: str) -> tuple[int, list[tuple[str, D
 class FilterPlans:
     """A bound partition filter with its plan over the primary key and over each usable index."""
 
-    bound: Expr
+    bound: BoundFilter
     primary: FilterPlan
     indexes: tuple[tuple[str, FilterPlan], ...] = ()
     """(indexed column, plan over the index's key order) for each index whose plan bounds the indexed column."""
 
 
-def plan_candidates(table: Table, bound: Expr) -> FilterPlans:
+def plan_candidates(table: TableDefinition, bound: BoundFilter) -> FilterPlans:
     """Plan `bound` over the primary key order and, unless the primary plan is exact, over each secondary index."""
-    primary = plan_filter(bound, list(table.partition_keys))
+    primary = plan_key_ranges(bound, list(table.partition_keys))
     if not table.indexes or (not primary.is_full_scan and not primary.has_key_filter):
         return FilterPlans(bound, primary)
     indexes = []
     for column in table.indexes:
-        plan = plan_filter(bound, index_key_columns(table, column)[1])
+        plan = plan_key_ranges(bound, index_key_columns(table, column)[1])
         if not plan.is_full_scan:
             indexes.append((column, plan))
     return FilterPlans(bound, primary, tuple(indexes))
@@ -107,7 +108,7 @@ class AccessPath:
 
 @dataclass
 class FilterExplain:
-    """What `Metastore.explain_filter` reports."""
+    """What `Table.explain_filter` (and `Metastore.explain_filter`) reports."""
 
     table: str
     filter: str
@@ -155,7 +156,7 @@ def _count(store: Store, plan: FilterPlan, keyspace: str, prefix: bytes, budget:
     return total
 
 
-def choose_access_path(store: Store, table: Table, plans: FilterPlans, primary_ks: str, index_ks: str) -> AccessPath:
+def choose_access_path(store: Store, table: TableDefinition, plans: FilterPlans) -> AccessPath:
     """The cheapest way to answer a filter on `table` among its primary order and its secondary indexes."""
     prefix = table_prefix(table.table_id)
     primary = AccessPath(plans.primary, prefix)
@@ -166,12 +167,12 @@ def choose_access_path(store: Store, table: Table, plans: FilterPlans, primary_k
         position = table.partition_key_names.index(column)
         path = AccessPath(plan, prefix + bytes([position]), column, groups=leading_groups(plan))
         (ordered if path.ordered else unordered).append(path)
-    options: list[tuple[AccessPath, str, int]] = [(path, index_ks, 1) for path in ordered]
+    options: list[tuple[AccessPath, str, int]] = [(path, INDEXES, 1) for path in ordered]
     if not primary.plan.is_full_scan:
-        options.append((primary, primary_ks, 1))
-    options.extend((path, index_ks, UNORDERED_WEIGHT) for path in unordered)
+        options.append((primary, PARTITIONS, 1))
+    options.extend((path, INDEXES, UNORDERED_WEIGHT) for path in unordered)
     if primary.plan.is_full_scan and not ordered:
-        options.append((primary, primary_ks, 1))
+        options.append((primary, PARTITIONS, 1))
     candidates: list[dict[str, Any]] = []
     if primary.plan.is_full_scan and ordered:
         candidates.append({"path": "primary", "estimated_keys": None, "note": "full scan"})

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from sargable.errors import MetastoreError, SargableError
-from sargable.metastore.records import Table
+from sargable.metastore.records import TableDefinition
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import INTEGER_RANGES, DataType, convert, format_value
 
@@ -24,9 +24,10 @@ _HEADER = re.compile(rb'\{"path":"((?:[^"\\]|\\.)*)","rows":(\d+),"bytes":(\d+),
 """The fields `encode_file` writes before the column statistics, matched without parsing the rest of the record."""
 _VALUE_FIELDS = ("min", "max")
 _SET_FIELDS = ("distinct",)
+_STATS_FIELDS = frozenset(f.name for f in dataclasses.fields(ColumnStats))
 
 
-def _column_types(table: Table) -> dict[str, DataType]:
+def _column_types(table: TableDefinition) -> dict[str, DataType]:
     return {name: dtype for name, dtype in table.schema}
 
 
@@ -34,7 +35,7 @@ def _encode_value(value: Any, dtype: DataType) -> Any:
     return None if value is None else format_value(value, dtype)
 
 
-def encode_file(file: FileStats, table: Table) -> bytes:
+def encode_file(file: FileStats, table: TableDefinition) -> bytes:
     """JSON bytes of a FileStats record (its partition is in the key, not here)."""
     types = _column_types(table)
     columns: dict[str, dict[str, Any]] = {}
@@ -73,11 +74,20 @@ def decode_header(data: bytes) -> tuple[str, int, int]:
     """
     match = _HEADER.match(data)
     if match is None:
-        raw = json.loads(data)
-        return raw["path"], raw["rows"], raw["bytes"]
+        return _header(json.loads(data))
     path = match[1]
     text = json.loads(b'"' + path + b'"') if b"\\" in path else path.decode()
     return text, int(match[2]), int(match[3])
+
+
+def _header(raw: Any) -> tuple[str, int, int]:
+    """(path, rows, bytes) of a parsed entry; ValueError when they are not a path and two counts."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"a file entry is a JSON object, got {type(raw).__name__}")
+    path, rows, size = raw.get("path"), raw.get("rows"), raw.get("bytes")
+    if not isinstance(path, str) or type(rows) is not int or type(size) is not int or rows < 0 or size < 0:
+        raise ValueError(f"a file entry needs a path and two counts, got {path!r}, {rows!r}, {size!r}")
+    return path, rows, size
 
 
 @lru_cache(maxsize=256)
@@ -95,16 +105,22 @@ def _value_decoder(dtype: DataType) -> Callable[[Any], Any]:
 
 
 def decode_file(
-    data: bytes, table: Table, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
+    data: bytes, table: TableDefinition, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
 ) -> FileStats:
     """A FileStats record from its stored bytes, with the statistics of `columns` only (None: of every column)."""
     raw = json.loads(data)
+    path, rows, size = _header(raw)
     types = _column_types(table)
     decoded = {}
-    for name, entry in raw["columns"].items():
+    stored = raw.get("columns")
+    if not isinstance(stored, dict):
+        raise ValueError(f"the statistics of a file entry are a JSON object, got {stored!r}")
+    for name, entry in stored.items():
         if columns is not None and name not in columns:
             continue
         decode = _value_decoder(types[name])
+        if not isinstance(entry, dict) or not entry.keys() <= _STATS_FIELDS:
+            raise ValueError(f"statistics of column {name!r} are not a map of known statistics: {entry!r}")
         kwargs = dict(entry)
         for key in _VALUE_FIELDS:
             if kwargs.get(key) is not None:
@@ -113,6 +129,4 @@ def decode_file(
             if key in kwargs:
                 kwargs[key] = frozenset(None if v is None else decode(v) for v in kwargs[key])
         decoded[name] = ColumnStats(**kwargs)
-    return FileStats(
-        path=raw["path"], row_count=raw["rows"], size_bytes=raw["bytes"], columns=decoded, partition=partition
-    )
+    return FileStats(path=path, row_count=rows, size_bytes=size, columns=decoded, partition=partition)

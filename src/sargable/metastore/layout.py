@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from sargable import keys
-from sargable.metastore.records import Table
+from sargable.metastore.records import TableDefinition
 from sargable.types import STRING, DataType
 
 TABLE_ID_BYTES = 8
@@ -80,6 +80,6 @@ def _layout(table_id: int, partition_keys: tuple[tuple[str, DataType], ...], ind
     return TableLayout(table_id, partition_keys, indexes)
 
 
-def layout_of(table: Table) -> TableLayout:
+def layout_of(table: TableDefinition) -> TableLayout:
     """The (cached) layout of a table definition."""
     return _layout(table.table_id, table.partition_keys, table.indexes)

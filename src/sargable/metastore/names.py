@@ -68,6 +68,8 @@ def value_from_name(text: str, dtype: DataType, column: str) -> Any:
     """A typed partition value from its (unescaped) Hive string form."""
     if text == DEFAULT_PARTITION_NAME:
         return None
+    if "\x00" in text:
+        raise MetastoreError(f"partition value {text!r} for column {column} holds a NUL character")
     try:
         return convert(text, dtype)
     except TypeCoercionError as exc:

@@ -1,4 +1,5 @@
-"""What the metastore returns: `Table` and `Partition` records, and their stored (JSON) form."""
+"""What the metastore returns: `Database`, `TableDefinition`, `Partition` and `TableStats` records, and their stored
+forms."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from sargable.types import DataType, parse_type
 
 
 @dataclass(frozen=True)
-class Table:
-    """A table's definition: data columns, partition keys (in key order), location, properties, indexes, version."""
+class Database:
+    """A database's record: its name and the location its tables default under."""
+
+    name: str
+    location: str
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """A table's definition as the catalog stores it: data columns, partition keys (in key order), location,
+    properties, indexes and version (the `Table` handle of `Metastore.table` reads through one)."""
 
     database: str
     name: str
@@ -56,23 +66,33 @@ class Table:
         ).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> Table:
-        raw = json.loads(data)
+    def from_json(cls, data: bytes) -> TableDefinition:
+        """The table of its stored form; anything but what `to_json` writes raises ValueError saying what is wrong."""
+        raw = _object(data)
+        columns = _columns(_pairs(raw.get("columns"), "columns"))
+        partition_keys = _columns(_pairs(raw.get("partition_keys"), "partition_keys"))
+        properties = raw.get("properties")
+        indexes = raw.get("indexes")
+        key_names = {name for name, _ in partition_keys}
+        if not _string_map(properties):
+            raise ValueError(f"properties {properties!r} are not a map of strings")
+        if not isinstance(indexes, list) or not all(isinstance(i, str) and i in key_names for i in indexes):
+            raise ValueError(f"indexes {indexes!r} are not partition keys")
         return cls(
-            database=raw["database"],
-            name=raw["name"],
-            table_id=raw["id"],
-            columns=_columns(tuple(map(tuple, raw["columns"]))),
-            partition_keys=_columns(tuple(map(tuple, raw["partition_keys"]))),
-            location=raw["location"],
-            properties=raw["properties"],
-            indexes=tuple(raw["indexes"]),
-            version=raw["version"],
+            database=_field(raw, "database", str),
+            name=_field(raw, "name", str),
+            table_id=_field(raw, "id", int, minimum=1),
+            columns=columns,
+            partition_keys=partition_keys,
+            location=_field(raw, "location", str),
+            properties=properties,
+            indexes=tuple(indexes),
+            version=_field(raw, "version", int, minimum=0),
         )
 
 
 class TableStats(NamedTuple):
-    """Totals of a whole table, kept by the metastore with every change (`Metastore.table_stats`)."""
+    """Totals of a whole table, kept by the metastore with every change (`Table.stats`)."""
 
     partitions: int
     files: int
@@ -80,6 +100,33 @@ class TableStats(NamedTuple):
     """Sum of the files' `size_bytes`."""
     rows: int
     """Sum of the files' `row_count`."""
+
+
+def _object(data: bytes) -> dict[str, Any]:
+    """A stored JSON object (UTF-8); ValueError when the bytes are not one."""
+    raw = json.loads(data)
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def _field(raw: dict[str, Any], name: str, kind: type, *, minimum: int | None = None) -> Any:
+    value = raw.get(name)
+    if type(value) is not kind or (minimum is not None and value < minimum):
+        raise ValueError(f"field {name!r} is {value!r}, not a valid {kind.__name__}")
+    return value
+
+
+def _string_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _pairs(value: Any, name: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in value
+    ):
+        raise ValueError(f"{name} {value!r} are not (name, type) pairs")
+    return tuple((name, dtype) for name, dtype in value)
 
 
 @lru_cache(maxsize=1024)
@@ -94,7 +141,11 @@ class Partition:
     __slots__ = ("_location", "_name", "_parameters", "table", "values")
 
     def __init__(
-        self, table: Table, values: tuple[Any, ...], location: str | None = None, parameters: dict | None = None
+        self,
+        table: TableDefinition,
+        values: tuple[Any, ...],
+        location: str | None = None,
+        parameters: dict | None = None,
     ) -> None:
         self.table = table
         self.values = values
@@ -156,7 +207,13 @@ def encode_partition_value(location: str | None, parameters: dict[str, str] | No
 
 
 def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str]]:
+    """(location, parameters) of a stored partition row; ValueError when the bytes are not what was written."""
     if not data:
         return None, {}
-    raw = json.loads(data)
-    return raw.get("location"), raw.get("parameters") or {}
+    raw = _object(data)
+    location, parameters = raw.get("location"), raw.get("parameters") or {}
+    if location is not None and not isinstance(location, str):
+        raise ValueError(f"location {location!r} is not a string")
+    if not _string_map(parameters):
+        raise ValueError(f"parameters {parameters!r} are not a map of strings")
+    return location, parameters

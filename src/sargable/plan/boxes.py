@@ -79,8 +79,8 @@ def interval(
     return Interval(lo, hi, lo_key, hi_key, covered, source)
 
 
-class Join:
-    """Two residual trees joined (AND); flattened by `residuals`."""
+class ResidualAnd:
+    """The AND of two residual trees; flattened by `residuals`."""
 
     __slots__ = ("left", "right")
 
@@ -88,16 +88,16 @@ class Join:
         self.left, self.right = left, right
 
 
-Residual = Expr | Join | None
+Residual = Expr | ResidualAnd | None
 
 
-def join(a: Residual, b: Residual) -> Residual:
+def and_residuals(a: Residual, b: Residual) -> Residual:
     """AND of two residual trees."""
     if a is None:
         return b
     if b is None:
         return a
-    return Join(a, b)
+    return ResidualAnd(a, b)
 
 
 def residuals(tree: Residual) -> list[Expr]:
@@ -108,7 +108,7 @@ def residuals(tree: Residual) -> list[Expr]:
         node = stack.pop()
         if node is None:
             continue
-        if isinstance(node, Join):
+        if isinstance(node, ResidualAnd):
             stack.append(node.right)
             stack.append(node.left)
         else:
@@ -150,7 +150,7 @@ class Box:
             if merged.is_empty:
                 return None
             bounds[index] = merged
-        return Box(tuple(bounds), join(self.residual, other.residual))
+        return Box(tuple(bounds), and_residuals(self.residual, other.residual))
 
     def depth(self, types: Sequence[DataType]) -> float:
         """How far the box narrows the key: leading point columns, plus a half for a bounded next column."""

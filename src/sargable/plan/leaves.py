@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sargable.domain import storable_string
 from sargable.expr.evaluate import evaluate
 from sargable.expr.like import like_prefix, prefix_successor
 from sargable.expr.nodes import (
@@ -28,7 +29,7 @@ from sargable.expr.nodes import (
     columns_of,
 )
 from sargable.plan.boxes import Box, hull, interval
-from sargable.plan.order import domain_position, sort_key, storable_string
+from sargable.plan.order import domain_position, sort_key
 from sargable.types import DataType
 
 AFTER_NULL = (None, True)

@@ -1,4 +1,4 @@
-"""`plan_filter`: a bound partition predicate becomes a `FilterPlan` of key ranges over the key columns.
+"""`plan_key_ranges`: a bound partition predicate becomes a `FilterPlan` of key ranges over the key columns.
 
 The predicate is put in negation normal form, then planned bottom-up over its AND/OR skeleton as a union of boxes
 (see `boxes`): leaves become intervals (`leaves`), AND intersects boxes (a cross product, so `p1 in (1,2) and
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from sargable.errors import BindError, SargableError
 from sargable.expr.bind import bind
+from sargable.expr.bound import BoundFilter
 from sargable.expr.nodes import And, Column, Comparison, Expr, IsNull, Literal, Or, and_, or_, walk
 from sargable.expr.normalize import to_nnf
 from sargable.plan.boxes import Box, Interval, hull, residuals
@@ -36,13 +37,14 @@ PLAN_WORK = 64
 """A whole plan spends at most PLAN_WORK * max_scans box intersections on cross products."""
 
 
-def plan_filter(
-    expr: Expr, key_columns: Sequence[tuple[str, DataType | str]], *, max_scans: int = DEFAULT_MAX_SCANS
+def plan_key_ranges(
+    expr: Expr | BoundFilter, key_columns: Sequence[tuple[str, DataType | str]], *, max_scans: int = DEFAULT_MAX_SCANS
 ) -> FilterPlan:
     """Plan a predicate over key columns (in key order) as sorted, disjoint key ranges with residual key filters.
 
-    `expr` may reference only key columns; an unbound expression is bound to them first. At most `max_scans`
-    ranges come out (past that, ranges are merged into their hull, filtered by the predicate).
+    `expr` may reference only key columns; an unbound expression is bound to them first (a `BoundFilter` is planned
+    from its negation normal form as it is). At most `max_scans` ranges come out (past that, ranges are merged into
+    their hull, filtered by the predicate).
     """
     columns = key_columns_of(key_columns)
     if isinstance(max_scans, bool) or not isinstance(max_scans, int) or max_scans < 1:
@@ -54,7 +56,7 @@ def plan_filter(
         max_scans,
         [PLAN_WORK * max_scans],
     )
-    predicate = to_nnf(_bound(expr, columns))
+    predicate = expr.nnf if isinstance(expr, BoundFilter) else to_nnf(_bound(expr, columns))
     boxes = _plan_boxes(predicate, ctx)
     return FilterPlan(_scans(boxes, predicate, ctx), columns)
 
@@ -62,7 +64,7 @@ def plan_filter(
 def _bound(expr: Expr, columns: tuple[tuple[str, DataType], ...]) -> Expr:
     """`expr` bound to the key columns (binding only when some column is unbound or spelled differently)."""
     if not isinstance(expr, Expr):
-        raise BindError(f"plan_filter needs an expression (sargable.Expr), got {type(expr).__name__}: {expr!r}")
+        raise BindError(f"plan_key_ranges needs an expression (sargable.Expr), got {type(expr).__name__}: {expr!r}")
     known = dict(columns)
     lowered = {name.lower(): name for name, _ in columns}
     for node in walk(expr):

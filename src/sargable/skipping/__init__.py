@@ -6,6 +6,10 @@
 - `select_files(expr, files, schema)`: `may_match` over many files at once, vectorized with pyarrow over a
   `FileStatsTable` (the statistics of many files as Arrow columns); a list of `FileStats` in gives a list out.
 
+One evaluator (`vector`) answers all of them: over Arrow columns for many files, and over one file's values for
+`may_match` / `file_truth` / `truth_value`. Value-set skipping needs nothing else: `column IN (values)` is a
+predicate like any other (large lists take a sort-based path), so e.g. join keys prune files through `select_files`.
+
 The predicate is bound to `schema` (a list of `(name, type)` pairs) and compiled once per expression and schema;
 negation is pushed into the leaves first, so no "may match" answer is ever negated. NULLs follow SQL's three-valued
 logic, NaN follows Spark (above every number, equal to itself), a missing statistic means "unknown", and a file
@@ -24,8 +28,8 @@ from sargable.errors import PushdownError
 from sargable.expr.nodes import Expr
 from sargable.expr.truth import TruthValue
 from sargable.skipping.leaves import TRUE, compile_predicate
-from sargable.skipping.scalar import file_outcomes
 from sargable.skipping.table import FileStatsTable
+from sargable.skipping.vector import file_outcomes
 from sargable.stats import FileStats
 
 
@@ -53,7 +57,7 @@ def truth_value(expr: Expr | str, file: FileStats, schema: Sequence[tuple[str, A
 
 def may_match(expr: Expr | str, file: FileStats, schema: Sequence[tuple[str, Any]]) -> bool:
     """False only when no row of the file can satisfy the predicate (the file can be skipped)."""
-    return bool(file_outcomes(compile_predicate(expr, schema), _file(file)) & TRUE)
+    return bool(file_outcomes(compile_predicate(expr, schema), _file(file), full=False))
 
 
 def file_truth(expr: Expr | str, file: FileStats, schema: Sequence[tuple[str, Any]]) -> Truth:

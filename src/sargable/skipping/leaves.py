@@ -11,28 +11,26 @@ set) a row can produce:
 - any other value gives `inside` when it lies in the leaf's range (`kind == "range"`) or value set
   (`kind == "set"`), else `outside`; `kind == "all"` puts every value inside.
 
-Literals are first moved into the column's domain (`hr > 3.5` on an int column is `hr >= 4`, a bound beyond the
-type's range is dropped or empties the range), so the row-at-a-time and the vectorized evaluators compare values of
-the column's own type only, and give the same answers. Everything the statistics can't answer (functions, RLIKE,
-column against column) is a `Const` whose outcomes are all three.
+Literals are first moved into the column's domain (`sargable.domain.bound`: `hr > 3.5` on an int column is
+`hr >= 4`, a bound beyond the type's range is dropped or empties the range), so the evaluator
+(`sargable.skipping.vector`) compares values of the column's own type only. Everything the statistics can't answer
+(functions, RLIKE, column against column) is a `Const` whose outcomes are all three.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import math
 import re
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
-from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from sargable.domain import EMPTY, INCOMPARABLE, Interval, bound, exact_value, intersect
 from sargable.errors import PushdownError, SargableError
 from sargable.expr.bind import bind
+from sargable.expr.bound import BoundFilter
 from sargable.expr.evaluate import COMPARISON_RESULT, compare_values, literal_value
 from sargable.expr.like import like_prefix, like_to_regex, prefix_successor
 from sargable.expr.nodes import (
@@ -51,12 +49,10 @@ from sargable.expr.nodes import (
 )
 from sargable.expr.normalize import normalize
 from sargable.expr.truth import TruthValue
-from sargable.types import DECIMAL_CONTEXT, INTEGER_RANGES, DataType, parse_type
+from sargable.types import DataType, parse_type
 
 TRUE, FALSE, NULL = int(TruthValue.YES), int(TruthValue.NO), int(TruthValue.NULL)
 ANY = TRUE | FALSE | NULL
-EMPTY_RANGE = object()
-"""A canonical bound that no value of the column satisfies."""
 
 
 def swap(mask: int) -> int:
@@ -117,18 +113,6 @@ class Leaf:
             matched=swap(self.matched),
         )
 
-    def contains(self, value: Any) -> bool:
-        """Whether a non-NULL, non-NaN value of the column is in the range / value set / pattern (value sets)."""
-        if self.regex is not None:
-            return self.regex.match(value) is not None
-        if self.kind == "set":
-            return value in self.value_set
-        if self.kind == "all":
-            return True
-        if self.lo is not None and (value < self.lo if self.lo_incl else value <= self.lo):
-            return False
-        return not (self.hi is not None and (value > self.hi if self.hi_incl else value >= self.hi))
-
     @property
     def exact_inside(self) -> int:
         """Outcomes of a value known to be in the range / set / pattern (value-set evaluation)."""
@@ -151,176 +135,8 @@ Step = tuple[str, Any]
 """A program step: ("leaf", Leaf), ("const", Const), ("and", n) or ("or", n) over the last n results."""
 
 
-# -- literals in the column's domain ----------------------------------------------------------------------------------
-
-
-def _float32_bits(value: float) -> int:
-    return struct.unpack("<i", struct.pack("<f", value))[0]
-
-
-def _float32_from_bits(bits: int) -> float:
-    return struct.unpack("<f", struct.pack("<i", bits))[0]
-
-
-def _next32(value: float, up: bool) -> float:
-    """The float32 next to a float32 `value` towards +inf (`up`) or -inf."""
-    if value == 0.0:
-        tiny = _float32_from_bits(1)
-        return tiny if up else -tiny
-    bits = _float32_bits(value)
-    step = 1 if (value > 0) == up else -1
-    return _float32_from_bits(bits + step)
-
-
-_MAX32 = _float32_from_bits(0x7F7FFFFF)
-
-
-def _nearest(number: Any, single: bool) -> float:
-    """The float (float32 when `single`) nearest to an exact number, or an infinity when it is beyond the range."""
-    try:
-        value = float(number)
-        return struct.unpack("<f", struct.pack("<f", value))[0] if single else value
-    except OverflowError:
-        return math.inf if number > 0 else -math.inf
-
-
-def _step(value: float, up: bool, single: bool) -> float:
-    if single:
-        if math.isinf(value):
-            return (-_MAX32 if value < 0 else value) if up else (_MAX32 if value > 0 else value)
-        return _next32(value, up)
-    return math.nextafter(value, math.inf if up else -math.inf)
-
-
-def _float_ceiling(number: Any, single: bool) -> float:
-    """The least float (float32 when `single`) >= an exact number (int, Decimal or float)."""
-    value = _nearest(number, single)
-    return _step(value, True, single) if value < number else value
-
-
-def _float_floor(number: Any, single: bool) -> float:
-    """The greatest float (float32 when `single`) <= an exact number."""
-    value = _nearest(number, single)
-    return _step(value, False, single) if value > number else value
-
-
-def _grid(dtype: DataType) -> tuple[Fraction, Fraction, Fraction]:
-    """Spacing and range of an integral or decimal type's values, as exact fractions."""
-    if dtype.is_integral:
-        low, high = INTEGER_RANGES[dtype.name]
-        return Fraction(1), Fraction(low), Fraction(high)
-    scale, precision = dtype.scale or 0, dtype.precision or 38
-    quantum = Fraction(1, 10**scale)
-    top = Fraction(10 ** (precision - scale)) - quantum
-    return quantum, -top, top
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
-
-
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
-
-
-def _midnight(value: dt.date) -> dt.datetime:
-    return dt.datetime(value.year, value.month, value.day)
-
-
-def _native(value: Any, dtype: DataType) -> bool:
-    """Whether a literal is already exactly a value of the column's type (the common case, decided quickly)."""
-    kind = type(value)
-    if dtype.is_integral:
-        low, high = INTEGER_RANGES[dtype.name]
-        return kind is int and low <= value <= high
-    if dtype.is_string:
-        return kind is str
-    if dtype.is_floating:
-        return kind is float and value == value and (dtype.name == "double" or _nearest(value, True) == value)
-    if dtype.name == "decimal":
-        if kind is not Decimal or not value.is_finite():
-            return False
-        exponent = value.as_tuple().exponent
-        scale, precision = dtype.scale or 0, dtype.precision or 38
-        return exponent == -scale and len(value.as_tuple().digits) <= precision
-    expected = {"date": dt.date, "timestamp": dt.datetime, "boolean": bool}.get(dtype.name)
-    return kind is expected
-
-
-def _bound(value: Any, dtype: DataType, lower: bool, incl: bool) -> Any:
-    """A range bound in the column's domain: (value, inclusive), None (no constraint), EMPTY_RANGE, or False when the
-    literal is not of the column's family (the leaf then stays unknown)."""
-    if _native(value, dtype):
-        return value, incl
-    if _is_nan(value):
-        if not (dtype.is_numeric):
-            return False
-        return EMPTY_RANGE if lower else None
-    if dtype.is_integral or dtype.name == "decimal":
-        if not _is_number(value):
-            return False
-        quantum, low, high = _grid(dtype)
-        if isinstance(value, float) and math.isinf(value):
-            edge: Any = value
-        else:
-            steps = Fraction(value) / quantum
-            whole = math.ceil(steps) if lower else math.floor(steps)
-            if not incl and whole == steps:
-                whole += 1 if lower else -1
-            edge = whole * quantum
-        if edge > high:
-            return EMPTY_RANGE if lower else None
-        if edge < low:
-            return None if lower else EMPTY_RANGE
-        return _grid_value(edge, dtype), True
-    if dtype.is_floating:
-        if not _is_number(value):
-            return False
-        single = dtype.name == "float"
-        candidate = _float_ceiling(value, single) if lower else _float_floor(value, single)
-        return (candidate, incl) if candidate == value else (candidate, True)
-    if dtype.is_string:
-        return (value, incl) if isinstance(value, str) else False
-    if dtype.name == "date":
-        if isinstance(value, dt.datetime):
-            if value == _midnight(value.date()):
-                return value.date(), incl
-            day = value.date()
-            if lower:
-                try:
-                    return day + dt.timedelta(days=1), True
-                except OverflowError:
-                    return EMPTY_RANGE
-            return day, True
-        return (value, incl) if isinstance(value, dt.date) else False
-    if dtype.name == "timestamp":
-        if isinstance(value, dt.datetime):
-            return value, incl
-        return (_midnight(value), incl) if isinstance(value, dt.date) else False
-    if dtype.name == "boolean":
-        return (value, incl) if isinstance(value, bool) else False
-    return False
-
-
-def _grid_value(value: Fraction, dtype: DataType) -> Any:
-    """An exact multiple of the type's spacing as the column's Python value (int or Decimal with its scale)."""
-    if dtype.is_integral:
-        return int(value)
-    scale = dtype.scale or 0
-    return Decimal(int(value * 10**scale)).scaleb(-scale, context=DECIMAL_CONTEXT)
-
-
-def _exact_value(value: Any, dtype: DataType) -> Any:
-    """The column-domain value equal to a literal, None if no value of the column equals it, False if unknown."""
-    if _native(value, dtype):
-        return value
-    low = _bound(value, dtype, True, True)
-    high = _bound(value, dtype, False, True)
-    if low is False or high is False:
-        return False
-    if low is None or high is None or low is EMPTY_RANGE or high is EMPTY_RANGE:
-        return None
-    return low[0] if low[0] == high[0] else None
 
 
 # -- leaves from expression nodes --------------------------------------------------------------------------------------
@@ -367,10 +183,10 @@ def _range_leaf(expr: Expr, column: Column, low: Any, high: Any, inside: int, ou
     """A range leaf from canonical bounds; empty ranges put every value outside."""
     dtype = column.type
     assert dtype is not None
-    if low is False or high is False:
+    if low is INCOMPARABLE or high is INCOMPARABLE:
         return UNKNOWN
     null, nan = _edge_outcomes(expr, column)
-    if low is EMPTY_RANGE or high is EMPTY_RANGE or _empty(low, high):
+    if low is EMPTY or high is EMPTY or _empty(low, high):
         return Leaf(column.name, dtype, "all", outside, outside, null, nan)
     if low is None and high is None:
         return Leaf(column.name, dtype, "all", inside, outside, null, nan, **extra)
@@ -379,11 +195,11 @@ def _range_leaf(expr: Expr, column: Column, low: Any, high: Any, inside: int, ou
     return Leaf(column.name, dtype, "range", inside, outside, null, nan, lo, lo_incl, hi, hi_incl, **extra)
 
 
-def _empty(low: Any, high: Any) -> bool:
+def _empty(low: tuple[Any, bool] | None, high: tuple[Any, bool] | None) -> bool:
+    """Whether bounds in the column's domain (`bound`'s pairs; None: unbounded) admit no value."""
     if low is None or high is None:
         return False
-    (lo, lo_incl), (hi, hi_incl) = low, high
-    return lo > hi or (lo == hi and not (lo_incl and hi_incl))
+    return Interval(low[0], low[1], high[0], high[1]).is_empty()
 
 
 def _operand_literal(node: Comparison) -> tuple[Column, str, Literal] | None:
@@ -409,11 +225,11 @@ def _comparison_leaf(node: Comparison) -> Leaf | Const:
         return Const(NULL)
     if op in ("=", "!=", "<=>"):
         inside, outside = (FALSE, TRUE) if op == "!=" else (TRUE, FALSE)
-        low, high = _bound(value, dtype, True, True), _bound(value, dtype, False, True)
+        low, high = bound(value, dtype, True, True), bound(value, dtype, False, True)
         return _range_leaf(node, column, low, high, inside, outside)
     if op in ("<", "<="):
-        return _range_leaf(node, column, None, _bound(value, dtype, False, op == "<="), TRUE, FALSE)
-    return _range_leaf(node, column, _bound(value, dtype, True, op == ">="), None, TRUE, FALSE)
+        return _range_leaf(node, column, None, bound(value, dtype, False, op == "<="), TRUE, FALSE)
+    return _range_leaf(node, column, bound(value, dtype, True, op == ">="), None, TRUE, FALSE)
 
 
 def _in_leaf(node: In) -> Leaf | Const:
@@ -432,8 +248,8 @@ def _in_leaf(node: In) -> Leaf | Const:
             continue
         if _is_nan(value):
             continue
-        exact = _exact_value(value, dtype)
-        if exact is False:
+        exact = exact_value(value, dtype)
+        if exact is INCOMPARABLE:
             return UNKNOWN
         if exact is not None:
             members.add(exact)
@@ -458,8 +274,8 @@ def _between_leaf(node: Between) -> tuple[Any, Any] | Leaf | Const:
         return low_leaf, _comparison_leaf(Comparison("<=", column, node.high))
     dtype = column.type
     inside, outside = (FALSE, TRUE) if node.negated else (TRUE, FALSE)
-    low = _bound(node.low.value, dtype, True, True)
-    high = _bound(node.high.value, dtype, False, True)
+    low = bound(node.low.value, dtype, True, True)
+    high = bound(node.high.value, dtype, False, True)
     return _range_leaf(node, column, low, high, inside, outside)
 
 
@@ -568,19 +384,12 @@ def _plain_range(tree: _Tree) -> bool:
 
 def _intersect(a: Leaf, b: Leaf) -> Leaf:
     """One leaf for `a AND b`, two ranges on one column: exact row by row (a value is TRUE only inside both)."""
-    lo, lo_incl = a.lo, a.lo_incl
-    if b.lo is not None and (lo is None or b.lo > lo or (b.lo == lo and not b.lo_incl)):
-        lo, lo_incl = b.lo, b.lo_incl
-    hi, hi_incl = a.hi, a.hi_incl
-    if b.hi is not None and (hi is None or b.hi < hi or (b.hi == hi and not b.hi_incl)):
-        hi, hi_incl = b.hi, b.hi_incl
+    both = intersect(Interval(a.lo, a.lo_incl, a.hi, a.hi_incl), Interval(b.lo, b.lo_incl, b.hi, b.hi_incl))
     nan = AND_TABLE[a.nan][b.nan] if a.nan and b.nan else 0
-    low = None if lo is None else (lo, lo_incl)
-    high = None if hi is None else (hi, hi_incl)
-    if _empty(low, high):
+    if both.is_empty():
         return Leaf(a.column, a.dtype, "all", FALSE, FALSE, NULL, nan)
-    kind = "all" if low is None and high is None else "range"
-    return Leaf(a.column, a.dtype, kind, TRUE, FALSE, NULL, nan, lo, lo_incl, hi, hi_incl)
+    kind = "all" if both.lo is None and both.hi is None else "range"
+    return Leaf(a.column, a.dtype, kind, TRUE, FALSE, NULL, nan, both.lo, both.lo_incl, both.hi, both.hi_incl)
 
 
 def _conjunction(kids: list[_Tree]) -> _Tree:
@@ -683,8 +492,19 @@ def _parsed(text: str) -> Expr:
     return parse(text)
 
 
-def compile_predicate(expr: Expr | str, schema: Any) -> Program:
-    """Bind `expr` to `schema` and compile it for data skipping (cached per expression and schema)."""
+@lru_cache(maxsize=256)
+def _compile_bound(bound: BoundFilter) -> Program:
+    """Compile a filter bound at the edge: its normalized form, neither bound nor normalized again."""
+    steps = _linearize(_compile_tree(bound.normalized))
+    columns = frozenset(item.column for op, item in steps if op == "leaf")
+    return Program(steps, columns)
+
+
+def compile_predicate(expr: Expr | str | BoundFilter, schema: Any) -> Program:
+    """Bind `expr` to `schema` and compile it for data skipping (cached per expression and schema); a
+    `BoundFilter` is compiled as it is."""
+    if isinstance(expr, BoundFilter):
+        return _compile_bound(expr)
     if isinstance(expr, str):
         expr = _parsed(expr)
     if not isinstance(expr, Expr):

@@ -22,12 +22,13 @@ import pyarrow.compute as pc
 from sargable.errors import PushdownError, StatisticsError
 from sargable.expr.nodes import Expr
 from sargable.skipping.leaves import compile_predicate, schema_key
-from sargable.skipping.scalar import column_stats
-from sargable.stats import ColumnStats, FileStats
+from sargable.skipping.vector import may_match_mask, outcome_masks
+from sargable.stats import UNKNOWN, ColumnStats, FileStats, column_stats
 from sargable.types import DataType
 
 STAT_FIELDS = ("min", "max", "null_count", "nan_count", "min_exact", "max_exact", "distinct")
-_TRUTH_NAMES = pa.array(["all", "none", "some"])
+_TRUTH_NAMES = ("all", "none", "some")
+"""`FileStatsTable.truth`'s values by index; made an Arrow array on use (pyarrow imports pandas on its first array)."""
 
 
 def arrow_type(dtype: DataType) -> pa.DataType:
@@ -70,14 +71,14 @@ def stats_struct_type(dtype: DataType) -> pa.StructType:
 
 
 class ColumnArrays:
-    """One column's statistics over all files, as flat Arrow arrays (NULL = unknown; `nan_count` is None for
-    columns that can't hold NaN and don't list it)."""
+    """One column's statistics over all files, as flat Arrow arrays of the column's Arrow type `value_type` (NULL =
+    unknown; `nan_count` is None for columns that can't hold NaN and don't list it)."""
 
-    __slots__ = ("distinct", "dtype", "max", "max_exact", "min", "min_exact", "nan_count", "null_count")
+    __slots__ = ("distinct", "dtype", "max", "max_exact", "min", "min_exact", "nan_count", "null_count", "value_type")
 
     def __init__(self, dtype: DataType, fields: dict[str, pa.Array], length: int) -> None:
         value_type = arrow_type(dtype)
-        self.dtype = dtype
+        self.dtype, self.value_type = dtype, value_type
         self.min = fields.get("min", pa.nulls(length, value_type))
         self.max = fields.get("max", pa.nulls(length, value_type))
         self.null_count = fields.get("null_count", pa.nulls(length, pa.int64()))
@@ -166,7 +167,7 @@ class FileStatsTable:
         names = []
         for name, dtype in key:
             per_file = [column_stats(f, name) for f in files]
-            if all(s == _EMPTY for s in per_file):
+            if all(s == UNKNOWN for s in per_file):
                 continue
             names.append(name)
             arrays.append(_struct_of(per_file, dtype, name))
@@ -208,19 +209,15 @@ class FileStatsTable:
 
     def may_match(self, expr: Expr | str) -> pa.BooleanArray:
         """Per file: whether a row may satisfy the predicate (the vectorized `may_match`)."""
-        from sargable.skipping.vector import may_match_mask
-
         return may_match_mask(compile_predicate(expr, self._schema), self)
 
     def truth(self, expr: Expr | str) -> pa.DictionaryArray:
         """Per file: "all" (every row satisfies the predicate), "none" (skip it) or "some" (the vectorized
         `file_truth`)."""
-        from sargable.skipping.vector import outcome_masks
-
         yes, no, null = outcome_masks(compile_predicate(expr, self._schema), self)
         only_yes = pc.and_(yes, pc.invert(pc.or_(no, null)))
         indices = pc.if_else(pc.invert(yes), 1, pc.if_else(only_yes, 0, 2)).cast(pa.int8())
-        return pa.DictionaryArray.from_arrays(indices, _TRUTH_NAMES)
+        return pa.DictionaryArray.from_arrays(indices, pa.array(_TRUTH_NAMES))
 
     def select(self, expr: Expr | str) -> FileStatsTable:
         """The files that may hold a matching row, as a new table (same layout and extra columns)."""
@@ -250,9 +247,6 @@ class FileStatsTable:
                 max_exact=stats.get("max_exact") is not False,
             )
         return FileStats(row["path"], row["row_count"], row.get("size_bytes") or 0, columns)
-
-
-_EMPTY = ColumnStats()
 
 
 def _struct_of(per_file: list[ColumnStats], dtype: DataType, name: str) -> pa.StructArray:

@@ -11,16 +11,18 @@
     sgs.join("sales.events", dim_df, on=[("ds", "d_date")], how="inner")        # Spark's join over that read
 
 This is the only part of sargable that imports pyspark. Executors import sargable too (footer statistics on
-write, Parquet reads in the data source), so it must be installed where Spark runs Python.
-See `sargable.spark.datasource` for the data source's options and the limits of Spark's filter pushdown.
+write, Parquet reads in the data source), so it must be installed where Spark runs Python. Modules: `reader`
+(`read`), `join`, `dimensions` (collecting join keys), `frames` (the DataFrame of a scan), `translate` (Spark
+filters to expressions), `datasource`, `writer`, `schema`, `catalog`, `files`, `session`, `cluster`, `demo`.
 """
 
 from __future__ import annotations
 
+from sargable.scan import ScanReport
 from sargable.spark.datasource import register
-from sargable.spark.join import JoinScanReport, KeyPruning, join
+from sargable.spark.dimensions import JoinScanReport, KeyPruning
+from sargable.spark.join import join
 from sargable.spark.reader import read, scan_report
-from sargable.spark.scan import ScanReport
 from sargable.spark.session import local_session
 from sargable.spark.writer import WriteResult, vacuum, write
 

@@ -1,12 +1,13 @@
-"""Table names and metastore handles shared by the Spark entry points."""
+"""Table names and metastores as the Spark entry points take them."""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sargable.errors import SargableError
-from sargable.metastore import Metastore
+from sargable.metastore import Metastore, default_url, shared
 
 
 def split_table_name(name: Any) -> tuple[str, str]:
@@ -19,27 +20,24 @@ def split_table_name(name: Any) -> tuple[str, str]:
     return db, table
 
 
-class opened(AbstractContextManager):
-    """A Metastore given by the caller (left open), or opened from a URL / the default (closed on exit)."""
+def metastore_of(metastore: Metastore | str | None) -> Metastore:
+    """The Metastore given by the caller, or this thread's shared one for a URL (None: the default metastore's);
+    a shared one stays open for the next call."""
+    if isinstance(metastore, Metastore):
+        return metastore
+    if metastore is None or isinstance(metastore, str):
+        return shared(metastore)
+    raise SargableError(f"metastore must be a Metastore, a URL or None, got {type(metastore).__name__}")
 
-    def __init__(self, metastore: Metastore | str | None) -> None:
-        if metastore is not None and not isinstance(metastore, (Metastore, str)):
-            raise SargableError(f"metastore must be a Metastore, a URL or None, got {type(metastore).__name__}")
-        self._owned = not isinstance(metastore, Metastore)
-        self.ms: Metastore = Metastore.open(metastore) if self._owned else metastore  # type: ignore[arg-type]
 
-    def __enter__(self) -> Metastore:
-        return self.ms
-
-    def __exit__(self, *exc: object) -> None:
-        if self._owned:
-            self.ms.close()
+@contextmanager
+def opened(metastore: Metastore | str | None) -> Iterator[Metastore]:
+    """`metastore_of` for a block: the caller's Metastore, or the thread's shared one (neither closed after it)."""
+    yield metastore_of(metastore)
 
 
 def metastore_url(metastore: Metastore | str | None) -> str:
     """The URL of a Metastore, a URL, or the default metastore's URL."""
-    from sargable.metastore.core import default_url
-
     if isinstance(metastore, Metastore):
         return metastore.url
     if metastore is None or isinstance(metastore, str):

@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -332,7 +331,6 @@ def _demo(args: argparse.Namespace) -> None:
     from sargable.spark.demo import run_demo
     from sargable.spark.session import local_session
 
-    shutil.rmtree(args.warehouse, ignore_errors=True)
     cluster = StandaloneCluster(workers=args.workers, cores=1, memory=args.worker_memory).start()
     try:
         print(f"Spark standalone master {cluster.master_url}, {args.workers} workers, logs in {cluster.directory}")

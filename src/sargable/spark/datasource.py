@@ -28,7 +28,8 @@ Limits (all Spark's; `sgs.read` has none of them, so prefer it from Python):
   source that implements `pushFilters`.
 - Filters on timestamp columns are left to Spark (no pruning), because Spark hands their literals over in the
   session time zone; timestamp partition values are read as UTC.
-- Planning happens in a Python worker per query, which imports sargable and opens the metastore.
+- Planning happens in a Python worker per query, which imports sargable and opens the metastore (kept open
+  for the worker's next query).
 """
 
 from __future__ import annotations
@@ -39,97 +40,21 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    InputPartition,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    StringContains,
-    StringEndsWith,
-    StringStartsWith,
-)
-from pyspark.sql.datasource import In as InFilter
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from sargable.analyze import decompose
 from sargable.errors import SargableError
-from sargable.expr import Comparison, Expr, In, Like, and_, bind, col, columns_of, lit
-from sargable.expr import IsNull as IsNullExpr
-from sargable.expr import Not as NotExpr
-from sargable.metastore import Metastore, Table
-from sargable.metastore.core import default_url
+from sargable.expr import BoundFilter, bind_filter, columns_of, conjoin
+from sargable.metastore import Metastore, TableDefinition, default_url, shared
 from sargable.spark.catalog import metastore_url, split_table_name
-from sargable.spark.scan import plan_scan
 from sargable.spark.schema import table_struct
+from sargable.spark.translate import Untranslatable, from_filter
 
 FORMAT = "sargable"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 _TARGET_SPLIT_BYTES = 128 * 1024 * 1024
 _BATCH_ROWS = 65536
-_COMPARISON_FILTERS = {
-    EqualTo: "=",
-    EqualNullSafe: "<=>",
-    GreaterThan: ">",
-    GreaterThanOrEqual: ">=",
-    LessThan: "<",
-    LessThanOrEqual: "<=",
-}
-_LIKE_ESCAPE = "\\"
-
-
-class UnsupportedFilter(SargableError):
-    """A Spark filter with no sargable translation (Spark keeps applying it)."""
-
-
-def _escape_like(text: str) -> str:
-    return "".join(_LIKE_ESCAPE + ch if ch in "%_\\" else ch for ch in text)
-
-
-def _column(attribute: tuple[str, ...]) -> Expr:
-    if len(attribute) != 1:
-        raise UnsupportedFilter(f"nested column {'.'.join(attribute)}")
-    return col(attribute[0])
-
-
-def filter_to_expr(spark_filter: Filter) -> Expr:
-    """The sargable expression of one pushed Spark filter (`UnsupportedFilter` if it has none)."""
-    stack: list[Filter] = []
-    node = spark_filter
-    while isinstance(node, Not):
-        stack.append(node)
-        node = node.child
-    if type(node) in _COMPARISON_FILTERS:
-        value = node.value  # type: ignore[attr-defined]
-        if isinstance(value, (list, tuple, dict, bytes, bytearray)):
-            raise UnsupportedFilter(f"literal {value!r}")
-        expr: Expr = Comparison(_COMPARISON_FILTERS[type(node)], _column(node.attribute), lit(value))  # type: ignore[attr-defined]
-    elif isinstance(node, InFilter):
-        values = tuple(node.value)
-        if not values or any(isinstance(v, (list, tuple, dict, bytes, bytearray)) for v in values):
-            raise UnsupportedFilter(f"IN list {values!r}")
-        expr = In(_column(node.attribute), tuple(lit(v) for v in values))
-    elif isinstance(node, (IsNull, IsNotNull)):
-        expr = IsNullExpr(_column(node.attribute), negated=isinstance(node, IsNotNull))
-    elif isinstance(node, StringStartsWith):
-        expr = Like(_column(node.attribute), _escape_like(node.value) + "%", _LIKE_ESCAPE)
-    elif isinstance(node, StringEndsWith):
-        expr = Like(_column(node.attribute), "%" + _escape_like(node.value), _LIKE_ESCAPE)
-    elif isinstance(node, StringContains):
-        expr = Like(_column(node.attribute), "%" + _escape_like(node.value) + "%", _LIKE_ESCAPE)
-    else:
-        raise UnsupportedFilter(f"filter {type(node).__name__}")
-    for _ in stack:
-        expr = NotExpr(expr)
-    return expr
 
 
 @dataclass
@@ -165,10 +90,9 @@ def group_files(
     return groups
 
 
-def _open_table(url: str, name: str) -> Table:
+def _definition(url: str, name: str) -> TableDefinition:
     db, table = split_table_name(name)
-    with Metastore.open(url) as ms:
-        return ms.get_table(db, table)
+    return shared(url).get_table(db, table)
 
 
 class SargableDataSource(DataSource):
@@ -194,8 +118,7 @@ class SargableDataSource(DataSource):
         return str(self.options.get("metastore") or self.default_metastore or default_url())
 
     def schema(self) -> StructType:
-        table = _open_table(self._url(), self._table_name())
-        return table_struct(table)
+        return table_struct(_definition(self._url(), self._table_name()))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         splits = self.options.get("splits", "8")
@@ -216,29 +139,28 @@ class SargableReader(DataSourceReader):
         self.table_name = table_name
         self.schema = schema
         self.min_splits = min_splits
-        self.exact: list[Expr] = []
-        self.skipping: list[Expr] = []
+        self.exact: list[BoundFilter] = []
+        self.skipping: list[BoundFilter] = []
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
         """Keep the partition-key conjuncts (applied exactly by pruning); give the rest back to Spark."""
-        table = _open_table(self.url, self.table_name)
-        types = {name.lower(): dtype for name, dtype in table.schema}
+        table = _definition(self.url, self.table_name)
+        timestamps = {name.lower() for name, dtype in table.schema if dtype.name == "timestamp"}
         keys = {name.lower() for name in table.partition_key_names}
         schema = list(table.schema)
         data_columns = [n for n, _ in table.columns]
         unsupported: list[Filter] = []
         for spark_filter in filters:
             try:
-                expr = filter_to_expr(spark_filter)
-                names = {c.lower() for c in columns_of(expr)}
-                if any(types.get(c) is not None and types[c].name == "timestamp" for c in names):
-                    raise UnsupportedFilter("timestamp column")
-                bound = bind(expr, schema)
+                expr = from_filter(spark_filter)
+                if any(c.lower() in timestamps for c in columns_of(expr)):
+                    raise Untranslatable("timestamp column")
+                bound = bind_filter(expr, schema)
             except SargableError:
                 unsupported.append(spark_filter)
                 continue
             parts = decompose(bound, partition_keys=table.partition_key_names, stats_columns=data_columns)
-            if names <= keys and parts.residual is None:
+            if bound.columns <= keys and parts.residual is None:
                 self.exact.append(bound)
             else:
                 self.skipping.append(bound)
@@ -246,13 +168,11 @@ class SargableReader(DataSourceReader):
         return unsupported
 
     def partitions(self) -> list[InputPartition]:
-        db, name = split_table_name(self.table_name)
-        conjuncts = [*self.exact, *self.skipping]
-        with Metastore.open(self.url) as ms:
-            table = ms.get_table(db, name)
-            plan = plan_scan(ms, table, and_(*conjuncts) if conjuncts else None, bound=True)
-        names = table.partition_key_names
-        files = [(f.path, f.size_bytes, tuple((f.partition or {}).get(k) for k in names)) for f in plan.files]
+        metastore = shared(self.url)
+        with metastore.snapshot():
+            scan = metastore.table(*split_table_name(self.table_name)).scan(conjoin([*self.exact, *self.skipping]))
+        names = scan.table.partition_key_names
+        files = [(f.path, f.size_bytes, tuple((f.partition or {}).get(k) for k in names)) for f in scan.files]
         return list(group_files(files, self.min_splits, names))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -274,8 +194,7 @@ class SargableReader(DataSourceReader):
                 rows = batch.num_rows
                 if rows not in constants:
                     constants[rows] = [
-                        pa.array([values[keys[f.name]]] * rows, type=f.type) if f.name in keys else None
-                        for f in target
+                        pa.array([values[keys[f.name]]] * rows, type=f.type) if f.name in keys else None for f in target
                     ]
                 arrays = []
                 for index, field in enumerate(target):

@@ -10,7 +10,6 @@ cleared as in a new application), and the table shows the pruning, the times and
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from sargable.deletion import Deleter
 from sargable.errors import NoSuchObjectError
 from sargable.metastore import Metastore
 
@@ -177,8 +177,11 @@ def _build(spark: Any, ms: Metastore, console: Console) -> None:
             table = ms.get_table(DATABASE, name)
         except NoSuchObjectError:
             continue
+        deleter = Deleter(ms, table)
         ms.drop_table(DATABASE, name)
-        shutil.rmtree(table.location, ignore_errors=True)
+        left = deleter.clear(deleter.location)
+        if left:
+            console.print(f"{table.qualified_name}: {len(left)} files left in place, e.g. {left[0][0]}: {left[0][1]}")
     ms.create_database(DATABASE, if_not_exists=True)
     dims = _dimensions(spark)
     started = time.perf_counter()

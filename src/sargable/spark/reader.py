@@ -1,159 +1,64 @@
 """`read`: a DataFrame over only the files that can hold matching rows, planned through the metastore.
 
-The filter (text, a sargable `Expr`, or a pyspark `Column`) is bound to the table schema and decomposed; the
-metastore prunes partitions exactly, file statistics skip files, and Spark's native Parquet reader reads the
-surviving files with the table's schema (partition columns come from the folder names, typed as in the
-metastore, not inferred). The residual is applied with `DataFrame.where`, so `df.explain()` shows it in Spark's plan.
+One linear path: translate the filter (text, a sargable `Expr`, or a pyspark `Column`) -> with `prune_by`, collect
+the dimensions' key sets (Spark jobs, before the metastore is read) -> `Table.scan` (bind once, decompose, prune
+partitions exactly, skip files by statistics, in one read transaction) -> Spark's native Parquet reader over the
+surviving files with the residual applied (`sargable.spark.frames`). `sgs.scan_report(df)` tells what was pruned.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
-import weakref
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
 
 from sargable.errors import SargableError
-from sargable.expr import Expr, columns_of, parse, render_sql
-from sargable.metastore import Metastore, Table
-from sargable.spark.catalog import opened, split_table_name
-from sargable.spark.columns import split_column
+from sargable.expr import Expr, columns_of
+from sargable.metastore import Metastore, Table, TableDefinition
+from sargable.scan import ScanReport
+from sargable.spark.catalog import metastore_of, split_table_name
 from sargable.spark.datasource import ensure_registered
-from sargable.spark.files import normalize_location
-from sargable.spark.scan import ScanPlan, ScanReport, plan_scan
-from sargable.spark.schema import ntz_columns, table_struct
+from sargable.spark.dimensions import (
+    DEFAULT_MAX_VALUES,
+    JoinKey,
+    JoinScanReport,
+    KeyPruning,
+    check_dataframe,
+    check_max_values,
+    collect_key_sets,
+    resolve_key,
+    semi_joined,
+)
+from sargable.spark.frames import dataframe, finished, scan_of
+from sargable.spark.schema import ntz_columns
+from sargable.spark.translate import translate_where
 
-_REPORTS: weakref.WeakKeyDictionary[Any, ScanReport] = weakref.WeakKeyDictionary()
-_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-MANIFEST_MIN_FILES = 1000
-"""Scans of this many files or more hand Spark a manifest instead of the file paths."""
-_BLOCK_SIZE = 128 * 1024 * 1024
 _UTC_ZONES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "UCT", "Universal", "Zulu"})
 
 
-def _where(spark: Any, where: Any) -> tuple[Expr | None, list[Any], list[str]]:
-    """(planned expression, Columns Spark applies unplanned, notes) for a `where` argument.
-
-    A Column's timestamp literals are instants: they are read in the session time zone, as Spark compares them.
-    """
-    if where is None:
-        return None, [], []
-    if isinstance(where, Expr):
-        return where, [], []
-    if isinstance(where, str):
-        return parse(where), [], []
-    if type(where).__name__ == "Column":
-        expr, leftover = split_column(where, time_zone=str(spark.conf.get("spark.sql.session.timeZone")))
-        notes = [f"applied by Spark without pruning (no sargable translation): {c}" for c in leftover]
-        return expr, leftover, notes
-    raise SargableError(f"where must be filter text, a sargable Expr or a pyspark Column, got {type(where).__name__}")
+def session_time_zone(spark: Any) -> str:
+    return str(spark.conf.get("spark.sql.session.timeZone"))
 
 
-def instant_columns(spark: Any, table: Any) -> list[str]:
+def _instant_columns(time_zone: str, table: TableDefinition) -> list[str]:
     """Timestamp columns whose file statistics don't compare with this session's literals.
 
     Spark's TIMESTAMP is an instant: the footers hold UTC values, but a literal in a filter is wall-clock time in
     the session time zone. Unless that zone is UTC, file statistics of such columns are not used.
     """
-    if str(spark.conf.get("spark.sql.session.timeZone")) in _UTC_ZONES:
+    if time_zone in _UTC_ZONES:
         return []
     ntz = ntz_columns(table.properties)
     return [name for name, dtype in table.columns if dtype.name == "timestamp" and name not in ntz]
 
 
-def _columns(columns: Sequence[str] | None, names: list[str]) -> list[str] | None:
-    if columns is None:
-        return None
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise SargableError(f"columns must be a list of column names, got {columns!r}")
-    by_lower = {n.lower(): n for n in names}
-    unknown = [c for c in columns if c.lower() not in by_lower]
-    if unknown:
-        raise SargableError(f"unknown columns {unknown}; the table has {names}")
-    return [by_lower[c.lower()] for c in columns]
-
-
-def _read_paths(spark: Any, struct: Any, location: str, paths: list[str]) -> Any:
-    """Spark's Parquet reader over explicit files; `basePath` makes the partition folders columns.
-
-    Spark checks and stats every path it is given; above its parallel-discovery threshold it would start a
-    listing job with a task per path, so the threshold is raised for this one call (the driver lists them).
-    """
-    conf = spark.conf
-    previous = conf.get(_LISTING_THRESHOLD)
-    conf.set(_LISTING_THRESHOLD, str(max(len(paths) + 1, int(previous))))
-    try:
-        return spark.read.schema(struct).option("basePath", location).parquet(*paths)
-    finally:
-        conf.set(_LISTING_THRESHOLD, previous)
-
-
-def _file_uri(path: str) -> str:
-    """A file's URI, its path percent-encoded (partition folders hold literal `%`, as in `region=a%2Fb`)."""
-    if "://" not in path:
-        return Path(path).as_uri()
-    scheme, authority_path = path.split("://", 1)
-    authority, slash, rest = authority_path.partition("/")
-    return f"{scheme}://{authority}{slash}{quote(rest, safe='/')}"
-
-
-@contextmanager
-def _manifest(files: Sequence[Any]) -> Iterator[str]:
-    """A temporary directory whose `_spark_metadata` log lists exactly `files` (deleted on exit).
-
-    Spark reads a directory with such a log (the format of its streaming file sink) through
-    `MetadataLogFileIndex`: the files come from the log, with no listing and no per-file existence check, and the
-    partition columns from their folder names. The index reads the log when the DataFrame is created.
-    """
-    directory = tempfile.mkdtemp(prefix="sargable-scan-")
-    try:
-        log = Path(directory, "_spark_metadata")
-        log.mkdir()
-        entries = [
-            json.dumps(
-                {
-                    "path": _file_uri(f.path),
-                    "size": f.size_bytes,
-                    "isDir": False,
-                    "modificationTime": 0,
-                    "blockReplication": 1,
-                    "blockSize": _BLOCK_SIZE,
-                    "action": "add",
-                }
-            )
-            for f in files
-        ]
-        (log / "0").write_text("\n".join(["v1", *entries]))
-        yield Path(directory).as_uri()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def dataframe_for(spark: Any, plan: ScanPlan, spark_filters: Sequence[Any] = ()) -> Any:
-    """The DataFrame of a planned scan: native Parquet over the surviving files, then the residual filters.
-
-    Up to `MANIFEST_MIN_FILES` files are given to Spark as paths (`explain()` lists them); more go through a
-    manifest, which spares Spark a file-system call per file.
-    """
-    struct = table_struct(plan.table)
-    if not plan.files:
-        df = spark.createDataFrame([], struct)
-    elif len(plan.files) < MANIFEST_MIN_FILES:
-        location = normalize_location(plan.table.location)
-        df = _read_paths(spark, struct, location, [f.path for f in plan.files])
-    else:
-        with _manifest(plan.files) as uri:
-            df = spark.read.schema(struct).parquet(uri)
-    if plan.residual is not None:
-        df = df.where(render_sql(plan.residual, "spark"))
-    for column in spark_filters:
-        df = df.where(column)
-    return df
+def _statistics_notes(time_zone: str, table: TableDefinition, expr: Expr | None) -> tuple[list[str], list[str]]:
+    """(columns whose statistics the scan must not use, the note saying so when the filter uses them)."""
+    unusable = _instant_columns(time_zone, table)
+    used = set() if expr is None else {c.lower() for c in columns_of(expr)}
+    if unusable and used & {c.lower() for c in unusable}:
+        return unusable, [f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC"]
+    return unusable, []
 
 
 def read(
@@ -164,71 +69,77 @@ def read(
     *,
     metastore: Metastore | str | None = None,
     prune_by: Sequence[Any] | None = None,
-    max_values: int = 100_000,
+    max_values: int = DEFAULT_MAX_VALUES,
 ) -> Any:
     """A DataFrame of the rows of `table` where `where` is TRUE, reading only the files that can hold them.
 
     `sgs.scan_report(df)` tells what was pruned. A Column filter that sargable can't translate is applied by
     Spark (the report's notes say so). `prune_by=[(dim_df, dim_column, column), ...]` also prunes by the
-    dimensions' join-key values (see `sargable.spark.join`).
-    """
-    if prune_by is not None:
-        from sargable.spark.join import read_pruned
-
-        return read_pruned(spark, table, where, columns, prune_by, max_values=max_values, metastore=metastore)
-
-    def plan(ms: Metastore, tbl: Table, expr: Expr | None, notes: list[str], unusable: list[str]) -> ScanPlan:
-        return plan_scan(ms, tbl, expr, notes=notes, unusable_stats=unusable)
-
-    return read_planned(spark, table, where, columns, metastore, plan)
-
-
-Planner = Callable[[Metastore, Table, Expr | None, list[str], list[str]], ScanPlan]
-"""Plans a scan from (metastore, table, filter, notes, columns whose statistics are unusable)."""
-
-
-def read_planned(
-    spark: Any,
-    table: str,
-    where: Any,
-    columns: Sequence[str] | None,
-    metastore: Metastore | str | None,
-    plan: Planner,
-    *,
-    notes: Sequence[str] = (),
-    finish: Callable[[Any, ScanPlan], Any] | None = None,
-) -> Any:
-    """The DataFrame of a scan planned by `plan`, then `finish(df, plan)`, with its columns and its report.
-
-    The one path of `read` and the join-pruned reads: parse `where`, open the metastore, note the statistics the
-    session time zone makes unusable, plan, read the files, select the columns, and keep the report.
+    dimensions' join-key values (see `sargable.spark.dimensions`).
     """
     db, name = split_table_name(table)
-    expr, spark_filters, where_notes = _where(spark, where)
-    with opened(metastore) as ms:
-        ensure_registered(spark, ms)
-        tbl = ms.get_table(db, name)
-        selected = _columns(columns, [n for n, _ in tbl.schema])
-        all_notes = [*where_notes, *notes]
-        unusable = instant_columns(spark, tbl)
-        if unusable and expr is not None and {c.lower() for c in columns_of(expr)} & {c.lower() for c in unusable}:
-            all_notes.append(f"statistics of {', '.join(unusable)} unused: the session time zone is not UTC")
-        scan = plan(ms, tbl, expr, all_notes, unusable)
-    df = dataframe_for(spark, scan, spark_filters)
-    if finish is not None:
-        df = finish(df, scan)
-    if selected is not None:
-        df = df.select(*[f"`{c}`" for c in selected])
-    _REPORTS[df] = scan.report
-    return df
+    if prune_by is not None:
+        max_values = check_max_values(max_values)
+        if isinstance(prune_by, (str, bytes)) or not isinstance(prune_by, Sequence):
+            raise SargableError(f"prune_by must be a list of (dim_df, dim_column, fact_column), got {prune_by!r}")
+        for entry in prune_by:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+                raise SargableError(f"each prune_by entry is (dim_df, dim_column, fact_column), got {entry!r}")
+            check_dataframe(entry[0], "the first item of a prune_by entry")
+    time_zone = session_time_zone(spark)
+    expr, spark_filters, notes = translate_where(where, time_zone)
+    ms = metastore_of(metastore)
+    ensure_registered(spark, ms)
+    if prune_by is None:
+        with ms.snapshot():
+            handle = ms.table(db, name)
+            unusable, more = _statistics_notes(time_zone, handle.definition, expr)
+            scan = handle.scan(expr, columns=columns, notes=[*notes, *more], ignore_stats=unusable)
+        return finished(dataframe(spark, scan, spark_filters), scan)
+    handle = ms.table(db, name)
+    fact_names = [n for n, _ in handle.schema]
+    entries = [
+        (dim, resolve_key(dim_key, dim.columns, "dimension"), resolve_key(fact_key, fact_names, "fact"))
+        for dim, dim_key, fact_key in prune_by
+    ]
+    return pruned(spark, handle, expr, spark_filters, columns, notes, entries, max_values=max_values, exact=True)
+
+
+def pruned(
+    spark: Any,
+    table: Table,
+    expr: Expr | None,
+    spark_filters: Sequence[Any],
+    columns: Sequence[str] | None,
+    notes: Sequence[str],
+    entries: Sequence[tuple[Any, JoinKey, JoinKey]],
+    *,
+    max_values: int,
+    exact: bool,
+    pruning: Sequence[KeyPruning] = (),
+) -> Any:
+    """The DataFrame of `table` pruned by the `(dim_df, dim key, fact key)` entries' key sets; with `exact`, a value
+    set too large for an IN residual is applied exactly as a broadcast semi-join.
+
+    The dimensions' keys are collected first (Spark jobs, no metastore read open), then the scan is planned.
+    """
+    collected = collect_key_sets(table.definition, entries, max_values)
+    unusable, more = _statistics_notes(session_time_zone(spark), table.definition, expr)
+    scan = table.scan(expr, key_sets=collected.key_sets, columns=columns, notes=[*notes, *more], ignore_stats=unusable)
+    report = JoinScanReport(
+        **{f.name: getattr(scan.report, f.name) for f in dataclasses.fields(ScanReport)},
+        pruning=(*pruning, *collected.pruning),
+        collect_ms=collected.collect_ms,
+    )
+    scan = dataclasses.replace(scan, report=report)
+    df = dataframe(spark, scan, spark_filters)
+    if exact and scan.files:
+        for dim, dim_key, fact_key in entries:
+            if fact_key.name in scan.ranged_keys and dim_key.name is not None:
+                df = semi_joined(df, dim, fact_key.name, dim_key.name)
+    return finished(df, scan)
 
 
 def scan_report(df: Any) -> ScanReport:
-    """The ScanReport of a DataFrame returned by `read`."""
-    try:
-        return _REPORTS[df]
-    except (KeyError, TypeError):
-        raise SargableError(
-            "no scan report for this DataFrame: only the DataFrame returned by sgs.read has one "
-            "(take the report before transforming it)"
-        ) from None
+    """The ScanReport of a DataFrame returned by `read` or `join`."""
+    return scan_of(df).report

@@ -65,12 +65,22 @@ def hive_type(spark_type: T.DataType, column: str = "?") -> DataType:
 
 
 def spark_type(dtype: DataType, *, ntz: bool = False) -> T.DataType:
-    """The Spark type a column of Hive type `dtype` is read as."""
+    """The Spark type a column of Hive type `dtype` is read as (binary and nested array, map, struct included;
+    `ntz` applies to a top-level timestamp, as the table property names columns)."""
     if dtype.name == "decimal":
         assert dtype.precision is not None and dtype.scale is not None
         return T.DecimalType(dtype.precision, dtype.scale)
     if dtype.name == "timestamp" and ntz:
         return T.TimestampNTZType()
+    if dtype.name == "binary":
+        return T.BinaryType()
+    if dtype.name == "array":
+        return T.ArrayType(spark_type(dtype.children[0]), True)
+    if dtype.name == "map":
+        return T.MapType(spark_type(dtype.children[0]), spark_type(dtype.children[1]), True)
+    if dtype.name == "struct":
+        fields = zip(dtype.field_names, dtype.children, strict=True)
+        return T.StructType([T.StructField(name, spark_type(child), True) for name, child in fields])
     return _TO_SPARK[dtype.name]
 
 

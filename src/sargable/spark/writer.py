@@ -4,15 +4,17 @@ A write goes through a staging directory under the table location (`_sargable_st
 Spark's own partition discovery ignores because it starts with `_`):
 
 1. Spark's Parquet writer writes the DataFrame there, in Hive-style partition folders (its file names carry the
-   job's UUID, so they never collide with earlier writes);
-2. the staged files are listed (only this write's files are there) and their statistics are read from the
-   Parquet footers by a Spark job over the file list, on the executors, never by re-reading the data;
+   job's UUID, so they never collide with earlier writes), counting the rows it writes (an observed metric);
+2. the staged files are listed (only this write's files are there; every one must be a data file in a partition
+   folder or Spark's bookkeeping) and their statistics are read from the Parquet footers by a Spark job over the
+   file list, on the executors, never by re-reading the data; the footers must hold the rows Spark counted;
 3. the files are renamed into `<location>/<partition folder>/`;
 4. one metastore commit adds the partitions and files with their statistics (an overwrite also drops the old
-   files of the partitions it writes, then deletes them from storage).
+   files of the partitions it writes; they are deleted from storage after the commit, through `sargable.deletion`).
 
 Until step 4 the table is unchanged: a failure removes this write's files; a killed process leaves them for
-`vacuum`, which lists (and with `dry_run=False` deletes) files under the location that the metastore doesn't know.
+`vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) files under the location that no table
+lists.
 """
 
 from __future__ import annotations
@@ -22,27 +24,28 @@ import pickle
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 
-from sargable.errors import NoSuchObjectError, SargableError
-from sargable.metastore import Metastore, Partition, Table
-from sargable.metastore.names import parse_partition_name
+from sargable.deletion import Deleter
+from sargable.errors import DeletionRefusedError, NoSuchObjectError, SargableError
+from sargable.fs import DATA_SUFFIX, DIRECTORY, FILE, STAGING_DIR, FileSystem, hidden
+from sargable.metastore import Metastore, Partition, TableDefinition
+from sargable.metastore.names import escape_path_name, parse_partition_name
+from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
-from sargable.spark.files import DATA_SUFFIX, FileSystem, join, relative
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
 from sargable.spark.session import job_description, parallelism
 from sargable.stats import FileStats
 from sargable.types import DataType
+from sargable.vacuum import vacuum as run_vacuum
 
-STAGING_DIR = "_sargable_staging"
 MODES = ("append", "overwrite")
-_TIMESTAMP_TYPE_CONF = "spark.sql.parquet.outputTimestampType"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class WriteResult:
     bytes: int
     replaced_files: int
     seconds: float
+    cleanup_failures: tuple[str, ...] = ()
+    """What the write could not clean up after its commit (`path: reason`): replaced files not deleted (e.g. one
+    outside the table location), a staging folder left. The write succeeded; `vacuum` finds what is left inside."""
 
 
 def _fields_by_name(df: Any) -> dict[str, Any]:
@@ -85,7 +91,7 @@ def _check_partition_by(partition_by: Any, fields: dict[str, Any]) -> list[str]:
     return [fields[c.lower()].name for c in partition_by]
 
 
-def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list[str]) -> Table:
+def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list[str]) -> TableDefinition:
     """The existing table (checking the partition keys), or a new one with the DataFrame's schema."""
     fields = _fields_by_name(df)
     try:
@@ -118,7 +124,7 @@ def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list
     return table
 
 
-def _aligned(df: Any, table: Table) -> Any:
+def _aligned(df: Any, table: TableDefinition) -> Any:
     """The DataFrame's columns in table order, cast to the table's types; missing data columns as NULL."""
     from pyspark.sql import functions as F
 
@@ -137,7 +143,9 @@ def _aligned(df: Any, table: Table) -> Any:
     return df.select(*out)
 
 
-def _footer_stats(spark: Any, items: list[tuple[str, str, dict[str, Any], int]], table: Table) -> list[FileStats]:
+def _footer_stats(
+    spark: Any, items: list[tuple[str, str, dict[str, Any], int]], table: TableDefinition
+) -> list[FileStats]:
     """Statistics of the staged files, read from their footers by a Spark job (on the executors).
 
     The job is a Python UDF over `spark.range(len(items))`, not an RDD, so it runs the same way from a classic
@@ -156,32 +164,105 @@ def _footer_stats(spark: Any, items: list[tuple[str, str, dict[str, Any], int]],
 
 
 def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns: Sequence[tuple[str, DataType]]) -> Any:
-    """A picklable function for executors: item index -> pickled FileStats read from that staged file's footer."""
+    """A picklable function for executors: item index -> pickled FileStats read from that staged file's footer.
+
+    Timestamp columns that Spark wrote as INT96 (its default `spark.sql.parquet.outputTimestampType`, left as the
+    session has it) have no usable footer statistics: those columns' statistics are computed from their data (only
+    theirs are read).
+    """
 
     def task(index: int) -> bytes:
-        from sargable.stats import stats_from_parquet
+        import pyarrow.parquet as pq
+
+        from sargable.parquet_stats import stats_from_arrow, stats_from_parquet
 
         staged, final, spec, size = items[index]
         stats = stats_from_parquet(staged, list(columns))
+        int96 = {c.name for c in pq.ParquetFile(staged).schema if c.physical_type == "INT96"}
+        typed = [(name, dtype) for name, dtype in columns if name in int96]
+        if typed:
+            data = pq.read_table(staged, columns=[name for name, _ in typed], coerce_int96_timestamp_unit="us")
+            computed = stats_from_arrow(data, staged, schema=typed).columns
+            stats = dataclasses.replace(stats, columns={**stats.columns, **computed})
         return pickle.dumps(dataclasses.replace(stats, path=final, partition=spec, size_bytes=size))
 
     return task
 
 
-@contextmanager
-def _timestamp_micros(spark: Any) -> Iterator[None]:
-    """Write timestamps as TIMESTAMP_MICROS (not INT96, whose footer statistics are unusable) for one write."""
-    conf = spark.conf
-    previous = conf.get(_TIMESTAMP_TYPE_CONF)
-    conf.set(_TIMESTAMP_TYPE_CONF, "TIMESTAMP_MICROS")
-    try:
-        yield
-    finally:
-        conf.set(_TIMESTAMP_TYPE_CONF, previous)
-
-
 def _status(console: Console | None, message: str) -> AbstractContextManager:
     return console.status(message) if console is not None else nullcontext()
+
+
+def _check_visible(keys: Sequence[str], table: str) -> None:
+    """Refuse partition keys whose folders Spark and the staging listing would treat as hidden (`.p=1/`)."""
+    for key in keys:
+        if hidden(escape_path_name(key) + "="):
+            raise SargableError(
+                f"partition key {key!r} of {table} starts with '.': its folders ({key}=...) are hidden from Spark and "
+                "from sargable's listings, so their files would be lost; rename the column"
+            )
+
+
+def _check_staging_root(fs: FileSystem, staging_root: str) -> None:
+    """The staging folder must be a real folder of the table (or not exist yet), never a symlink to elsewhere."""
+    entry = fs.info(staging_root)
+    if entry is not None and entry.kind != DIRECTORY:
+        raise SargableError(
+            f"{staging_root} is a {entry.kind}, not a folder: writes stage their files there; remove it first"
+        )
+
+
+def _staged_files(fs: FileSystem, staging: str, table: TableDefinition) -> list[tuple[str, str, dict[str, Any], int]]:
+    """(staged path, final path, partition spec, size) of every data file Spark wrote.
+
+    Everything in the staging folder must be accounted for: data files in partition folders of the table's keys,
+    and Spark's bookkeeping files (`_SUCCESS`, `.crc` checksums). Anything else (a file in a hidden folder, a file
+    that is not Parquet, a symlink) would be lost or misread, so it fails the write before the commit.
+    """
+    location = fs.location
+    items = []
+    for entry in fs.walk(staging):
+        rel = relative_parts(entry.path, staging)
+        if entry.kind == DIRECTORY and not hidden(rel[-1]):
+            continue
+        if entry.kind == FILE and hidden(rel[-1]) and not any(hidden(part) for part in rel[:-1]):
+            continue
+        if entry.kind != FILE or any(hidden(part) for part in rel) or not rel[-1].endswith(DATA_SUFFIX):
+            raise SargableError(
+                f"Spark wrote {entry.path!r} ({entry.kind}), which is not a data file in a partition folder of "
+                f"{table.qualified_name}: the write is refused rather than lose or misread it"
+            )
+        folder = "/".join(rel[:-1])
+        values = parse_partition_name(folder, table.partition_keys) if table.partition_keys else ()
+        if not table.partition_keys and folder:
+            raise SargableError(
+                f"Spark wrote {entry.path!r} into a folder, but {table.qualified_name} has no partitions"
+            )
+        spec = dict(zip(table.partition_key_names, values, strict=True))
+        items.append((entry.path, join_path(location, *rel), spec, entry.size))
+    return sorted(items, key=lambda item: item[0])
+
+
+def _check_totals(files: list[FileStats], spark_rows: Any, items: list[Any]) -> None:
+    """The files hold exactly the rows Spark reports having written, one footer per listed file."""
+    rows = sum(f.row_count for f in files)
+    if len(files) != len(items) or rows != spark_rows:
+        raise SargableError(
+            f"the write doesn't add up: Spark reported {spark_rows} rows written, the {len(items)} files listed hold "
+            f"{rows} rows in {len(files)} footers; nothing was committed"
+        )
+
+
+def _discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
+    """Delete a write's own files (moved into the table but not committed, and its staging folder), through
+    `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted)."""
+    failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
+    try:
+        failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
+        deleter.remove_folder(posixpath.dirname(staging))
+    except (OSError, SargableError) as exc:
+        failures.append(f"{staging}: can't clean the staging folder: {exc}")
+    return failures
 
 
 def write(
@@ -196,8 +277,13 @@ def write(
     """Write a DataFrame into a sargable table: Spark Parquet files + one atomic metastore commit.
 
     `mode="overwrite"` replaces exactly the partitions present in `df`. Creates the table (from the DataFrame's
-    schema, partitioned by `partition_by`) when it doesn't exist.
+    schema, partitioned by `partition_by`) when it doesn't exist. Everything that can fail is checked before the
+    commit; after it, the replaced files are deleted through `sargable.deletion` and the staging folder removed, and
+    what could not be is reported in `WriteResult.cleanup_failures` (the write itself has succeeded then).
     """
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     started = time.perf_counter()
     db, name = split_table_name(table)
     if mode not in MODES:
@@ -208,40 +294,40 @@ def write(
     console = Console(stderr=True) if progress else None
     with opened(metastore) as ms:
         ensure_registered(df.sparkSession, ms)
+        _check_visible(partition_by, f"{db}.{name}")
         tbl = _ensure_table(ms, db, name, df, partition_by)
-        fs = FileSystem.at(tbl.location)
-        location = fs.location
-        staging = join(location, STAGING_DIR, uuid.uuid4().hex)
+        _check_visible(tbl.partition_key_names, tbl.qualified_name)
+        try:
+            deleter = Deleter(ms, tbl)
+        except DeletionRefusedError as exc:
+            raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
+        fs, location = deleter.fs, deleter.location
+        _check_staging_root(fs, join_path(location, STAGING_DIR))
+        staging = join_path(location, STAGING_DIR, uuid.uuid4().hex)
         moved: list[str] = []
         try:
-            writer = _aligned(df, tbl).write.mode("error")
+            observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
+            observed = _aligned(df, tbl).observe(observation, F.count(F.lit(1)).alias("rows"))
+            writer = observed.write.mode("error")
             if tbl.partition_keys:
                 writer = writer.partitionBy(*tbl.partition_key_names)
-            with _timestamp_micros(df.sparkSession):
-                writer.parquet(staging)
+            writer.parquet(staging)
+            spark_rows = observation.get["rows"]
             with _status(console, f"listing the files written to {tbl.qualified_name}"):
-                staged = [(p, size) for p, size, _ in fs.list_files(staging) if p.endswith(DATA_SUFFIX)]
-            items = []
-            for path, size in staged:
-                rel = relative(path, staging)
-                folder = posixpath.dirname(rel)
-                values = parse_partition_name(folder, tbl.partition_keys) if tbl.partition_keys else ()
-                spec = dict(zip(tbl.partition_key_names, values, strict=True))
-                items.append((path, join(location, rel), spec, size))
+                items = _staged_files(fs, staging, tbl)
             files = _footer_stats(df.sparkSession, items, tbl)
+            _check_totals(files, spark_rows, items)
+            specs = list({tuple(item[2].items()): item[2] for item in items}.values())
             with _status(console, f"moving {len(items)} files into {location}"):
                 for source, target, _, _ in items:
                     fs.move(source, target)
                     moved.append(target)
-            specs = list({tuple(item[2].items()): item[2] for item in items}.values())
             with _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"):
                 version, replaced = _commit(ms, tbl, files, specs, mode)
         except BaseException:
-            fs.delete_files(moved)
-            fs.delete_dir(staging)
+            _discard(deleter, moved, staging)
             raise
-        fs.delete_files(replaced)
-        fs.delete_dir(staging)
+        failures = _discard(deleter, replaced, staging)
     return WriteResult(
         table=tbl.qualified_name,
         mode=mode,
@@ -252,48 +338,37 @@ def write(
         bytes=sum(f.size_bytes for f in files),
         replaced_files=len(replaced),
         seconds=time.perf_counter() - started,
+        cleanup_failures=tuple(failures),
     )
 
 
 def _commit(
-    ms: Metastore, table: Table, files: list[FileStats], specs: list[dict[str, Any]], mode: str
+    ms: Metastore, table: TableDefinition, files: list[FileStats], specs: list[dict[str, Any]], mode: str
 ) -> tuple[int, list[str]]:
     """Commit the files; returns the new version and the paths an overwrite replaced (to delete afterwards)."""
     db, name = table.database, table.name
     if mode == "append":
         if not files:
             return ms.get_table(db, name).version, []
-        return ms.commit(db, name, add_files=files)["version"], []
+        return ms.commit(db, name, add_files=files).version, []
     current = ms.get_table(db, name)
     replace = specs if current.partition_keys else []
     old = [f.path for f in ms.list_files(db, name, [Partition(current, tuple(s.values())) for s in replace])]
     if not files and not old:
         return current.version, []
     result = ms.commit(db, name, add_files=files, replace_partitions=replace, expected_version=current.version)
-    return result["version"], old
+    return result.version, old
 
 
 def vacuum(
     table: str, metastore: Metastore | str | None = None, dry_run: bool = True, *, older_than: float = 0.0
 ) -> list[str]:
-    """Files under the table's location that the metastore doesn't reference (left by failed writes).
+    """The files under the table's location that no table references (left by failed writes): with
+    `dry_run=False`, those deleted. See `sargable.vacuum` for what counts as garbage and what is never deleted.
 
-    With `dry_run=False` they are deleted. `older_than` (seconds) spares files younger than that, so a write
-    still in progress keeps its staged files.
+    `older_than` (seconds) spares files younger than that, so a write still in progress keeps its staged files.
     """
     db, name = split_table_name(table)
-    if not isinstance(older_than, (int, float)) or older_than < 0:
-        raise SargableError(f"older_than must be a non-negative number of seconds, got {older_than!r}")
     with opened(metastore) as ms:
-        tbl = ms.get_table(db, name)
-        fs = FileSystem.at(tbl.location)
-        known = {f.path for f in ms.iter_files(db, name)}
-        cutoff = time.time() - older_than
-        listed = fs.list_files(fs.location, data_only=False)
-        orphans = [path for path, _, mtime in listed if path not in known and mtime <= cutoff]
-        if not dry_run:
-            fs.delete_files(orphans)
-            staging_root = join(fs.location, STAGING_DIR)
-            if not fs.list_files(staging_root, data_only=False):
-                fs.delete_dir(staging_root)
-    return orphans
+        result = run_vacuum(ms, db, name, dry_run=dry_run, older_than=older_than)
+    return list(result.garbage if dry_run else result.deleted)

@@ -23,13 +23,14 @@ from sargable.store.base import Store, check_keyspace
 __all__ = ["Store", "StoreError", "TransactionConflictError", "check_keyspace", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """Open the store at `url` (see the module docstring for the URL forms)."""
+def open_store(url: str, *, create: bool = True) -> Store:
+    """Open the store at `url` (see the module docstring for the URL forms). Without `create`, a SQLite file must
+    exist and hold a store already (nothing is created or changed otherwise)."""
     if not isinstance(url, str):
         raise StoreError(f"a store URL is a string such as 'sqlite:////path/meta.db', got {type(url).__name__}")
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "sqlite":
-        return _open_sqlite(url)
+        return _open_sqlite(url, create)
     if scheme in ("postgresql", "postgres"):
         from sargable.store.postgres import PostgresStore
 
@@ -46,7 +47,7 @@ def _shown(url: str) -> str:
         return "<unparsable URL>"
 
 
-def _open_sqlite(url: str) -> Store:
+def _open_sqlite(url: str, create: bool) -> Store:
     from sargable.store.sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
     parts = urlsplit(url)
@@ -65,4 +66,4 @@ def _open_sqlite(url: str) -> Store:
             raise StoreError(f"{url}: timeout must be a number of seconds, got {value!r}") from None
         if not 0 <= timeout <= 86400:
             raise StoreError(f"{url}: timeout must be between 0 and 86400 seconds, got {value!r}")
-    return SQLiteStore(url, path or ":memory:", timeout=timeout)
+    return SQLiteStore(url, path or ":memory:", timeout=timeout, create=create)

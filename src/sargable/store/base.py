@@ -25,6 +25,10 @@ TABLE_PREFIX = "kv_"
 FIRST_PAGE = 64
 MAX_PAGE = 8192
 """Scans fetch pages that grow from FIRST_PAGE to MAX_PAGE rows: cheap early exits, few round trips on long scans."""
+MAX_RANGES = 64
+"""Most ranges one statement of `scan_ranges` reads (a UNION ALL of one indexed range read each, merged in key
+order); shorter lists are padded with empty ranges to the next power of two, so each keyspace has a few shapes."""
+RANGE_SHAPES = tuple(1 << n for n in range(MAX_RANGES.bit_length()))
 
 
 def check_keyspace(name: Any) -> str:
@@ -49,6 +53,8 @@ def as_bytes(value: Any, what: str = "key") -> bytes:
 MAX_KEY_BYTES = 2048
 """The longest key any store writes. PostgreSQL's btree index refuses entries over about 2,700 bytes (what fits
 depends on how well the key compresses); SQLite refuses the same keys, so both backends hold the same data."""
+ABOVE_ALL_KEYS = b"\xff" * (MAX_KEY_BYTES + 1)
+"""A bound above every key a store holds: the stop of an unbounded range in a statement that needs one."""
 
 
 def writable_key(key: Any) -> bytes:
@@ -85,6 +91,7 @@ class Store(ABC):
         self._depth = 0
         self._readonly = False
         self._closed = False
+        self._serial = 0
 
     # --- backend primitives ---------------------------------------------------------------------------------
 
@@ -107,9 +114,20 @@ class Store(ABC):
     # --- transactions ---------------------------------------------------------------------------------------
 
     @property
+    def files(self) -> tuple[str, ...]:
+        """The local files that hold the store (an embedded database and its side files); none for a server."""
+        return ()
+
+    @property
     def in_transaction(self) -> bool:
         """Whether a `transaction()` block is open on this store object."""
         return self._depth > 0
+
+    @property
+    def transaction_id(self) -> int | None:
+        """A number identifying the open outermost transaction on this store object (None outside one): two reads
+        that see the same number read the same snapshot."""
+        return self._serial if self._depth else None
 
     @contextmanager
     def transaction(self, *, readonly: bool = False) -> Iterator[Store]:
@@ -117,6 +135,7 @@ class Store(ABC):
         self._check_open()
         if self._depth == 0:
             self._begin(readonly)
+            self._serial += 1
             self._depth, self._readonly = 1, readonly
             try:
                 yield self
@@ -210,6 +229,13 @@ class Store(ABC):
         at most `limit` pairs. Pages are fetched by key (keyset paging), so memory stays bounded; outside a
         transaction each page sees the latest committed data, inside `transaction(readonly=True)` one snapshot."""
 
+    def scan_ranges(self, keyspace: str, ranges: Sequence[tuple[bytes, bytes | None]]) -> Iterator[tuple[bytes, bytes]]:
+        """Yield `(key, value)` for the keys of several ranges `[start, stop)` (stop None: unbounded), which must be
+        sorted and disjoint, in key order: one read of many ranges (the files of many partitions). Paging and
+        snapshots as in `scan`."""
+        for start, stop in check_ranges(ranges):
+            yield from self.scan(keyspace, start, stop)
+
     @abstractmethod
     def count(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
         """The number of keys in [start, stop)."""
@@ -274,6 +300,15 @@ class KeyspaceSQL:
         self.count = f"SELECT count(*) FROM {table} WHERE k >= {mark} AND k < {mark}"
         self.delete_open = f"DELETE FROM {table} WHERE k >= {mark}"
         self.delete_range = f"DELETE FROM {table} WHERE k >= {mark} AND k < {mark}"
+        arm = f"SELECT k, v FROM {table} WHERE k >= {mark} AND k < {mark}"
+        for slots in RANGE_SHAPES:
+            setattr(self, f"scan_ranges_{slots}", " UNION ALL ".join([arm] * slots) + f" ORDER BY k LIMIT {mark}")
+
+    def scan_ranges(self, count: int) -> tuple[str, int]:
+        """(SQL, number of range slots) of one page over up to MAX_RANGES ranges: the smallest of RANGE_SHAPES
+        holding `count` ranges; its parameters are each slot's start and stop, then the page size."""
+        slots = min(MAX_RANGES, 1 << (count - 1).bit_length())
+        return getattr(self, f"scan_ranges_{slots}"), slots
 
 
 class SQLStore(Store):
@@ -329,6 +364,35 @@ class SQLStore(Store):
             else:
                 low = successor(rows[-1][0])
 
+    def scan_ranges(self, keyspace: str, ranges: Sequence[tuple[bytes, bytes | None]]) -> Iterator[tuple[bytes, bytes]]:
+        statements = self._sql(keyspace)
+        checked = check_ranges(ranges)
+        if len(checked) == 1:
+            return self._scan(statements, keyspace, *checked[0], False, None)
+        return self._scan_ranges(statements, keyspace, checked)
+
+    def _scan_ranges(
+        self, statements: KeyspaceSQL, keyspace: str, ranges: list[tuple[bytes, bytes | None]]
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Keyset paging over batches of ranges: each page resumes past the last key read, ranges behind it dropped."""
+        statement, run = self._statement, self._run
+        action = f"scan of {keyspace}"
+        for offset in range(0, len(ranges), MAX_RANGES):
+            pending = ranges[offset : offset + MAX_RANGES]
+            for size in page_sizes(None):
+                sql, slots = statements.scan_ranges(len(pending))
+                params: list[Any] = [b for lo, hi in pending for b in (lo, ABOVE_ALL_KEYS if hi is None else hi)]
+                params.extend([b"", b""] * (slots - len(pending)))
+                params.append(size)
+                rows = run(lambda s=sql, p=params: statement(s, p).fetchall(), action)
+                yield from rows
+                if len(rows) < size:
+                    break
+                resume = successor(rows[-1][0])
+                pending = [(max(lo, resume), hi) for lo, hi in pending if hi is None or hi > resume]
+                if not pending:
+                    break
+
     def count(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> int:
         statements = self._sql(keyspace)
         low, high = check_range(start, stop)
@@ -366,6 +430,23 @@ class SQLStore(Store):
 def check_range(start: bytes | None, stop: bytes | None) -> tuple[bytes, bytes | None]:
     """Validate scan bounds; a None start becomes b"" (the smallest key)."""
     return (b"" if start is None else as_bytes(start, "bound")), (None if stop is None else as_bytes(stop, "bound"))
+
+
+def check_ranges(ranges: Any) -> list[tuple[bytes, bytes | None]]:
+    """Validate the ranges of `scan_ranges`: (start, stop) pairs, sorted and disjoint; empty ones are dropped."""
+    if isinstance(ranges, (str, bytes, bytearray, memoryview)):
+        raise StoreError("scan_ranges takes a sequence of (start, stop) pairs")
+    out: list[tuple[bytes, bytes | None]] = []
+    for item in ranges:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise StoreError(f"scan_ranges takes (start, stop) pairs, got {item!r:.80}")
+        start, stop = check_range(*item)
+        if stop is not None and start >= stop:
+            continue
+        if out and (out[-1][1] is None or start < out[-1][1]):  # type: ignore[operator]
+            raise StoreError("the ranges of scan_ranges must be sorted by start and must not overlap")
+        out.append((start, stop))
+    return out
 
 
 def check_limit(limit: int | None) -> int | None:

@@ -10,6 +10,7 @@ SQL strings are constant per keyspace, so sqlite3's statement cache prepares eac
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +24,8 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 60.0
 """How long a statement waits for another process's lock before failing."""
+SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database (write-ahead log, its shared-memory index, rollback journal)."""
 MULTI_GET_CHUNK = 256
 """Most keys per `IN (...)` query of multi_get."""
 MULTI_GET_SHAPES = tuple(1 << n for n in range(MULTI_GET_CHUNK.bit_length()))
@@ -53,11 +56,20 @@ class SQLiteStore(SQLStore):
 
     backend = "sqlite"
 
-    def __init__(self, url: str, path: str, *, timeout: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(self, url: str, path: str, *, timeout: float = BUSY_TIMEOUT_S, create: bool = True) -> None:
         super().__init__(url)
         self.path = path
         self._timeout = timeout
+        absolute = os.path.abspath(path)
+        self._files = () if path == ":memory:" else (absolute, *(absolute + suffix for suffix in SIDE_FILE_SUFFIXES))
         self._statements: dict[str, _Statements] = {}
+        if path != ":memory:" and not create:
+            try:
+                empty = os.stat(path).st_size == 0
+            except OSError:
+                empty = True
+            if empty:
+                raise StoreError(f"no store at {path}: the file is missing or empty")
         if path != ":memory:":
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -70,11 +82,31 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise self._error(exc, "open") from None
         self._cursor = self._conn.cursor()
-        self._retry(lambda: self._setup(), "open")
+        try:
+            self._retry(lambda: self._setup(create), "open")
+        except StoreError:
+            self._conn.close()
+            raise
 
-    def _setup(self) -> None:
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self._files
+
+    def _setup(self, create: bool) -> None:
+        """Check that the file is a store (or a new, empty database) before changing anything in it, then set the
+        connection up (WAL mode is a change to the file: another application's database is never switched)."""
         execute = self._conn.execute
         execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+        tables = [name for (name,) in execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+        ours = [name for name in tables if name.startswith(TABLE_PREFIX)]
+        if tables and not ours:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise StoreError(
+                f"{self.url} is a SQLite database of another application (tables {shown}), not a sargable store; "
+                "it was left unchanged"
+            )
+        if not ours and not create:
+            raise StoreError(f"no store at {self.path}: the database holds no sargable keyspaces")
         if self.path != ":memory:":
             mode = execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":

@@ -1,41 +1,33 @@
-"""One file at a time: the outcome set of a compiled predicate over a file's rows, from its `FileStats`.
+"""A second, independent data-skipping evaluator, for property tests to compare `sargable.skipping` against.
 
-The outcome set is a superset of the values (TRUE / FALSE / NULL, as bits) that the predicate takes on the file's
-rows: a leaf's set comes from the column's statistics, AND / OR combine sets pairwise. A file with no rows has the
-empty set. The vectorized evaluator (`sargable.skipping.vector`) computes the same sets with the same rules.
+It walks a compiled `Program` one file at a time with plain Python rules written separately from the evaluator in
+`sargable.skipping.vector` (which it was, before that evaluator became the only one): the outcome set of each leaf
+comes straight from the column's `ColumnStats`, AND / OR combine sets through `AND_TABLE` / `OR_TABLE`. A file with
+no rows has the empty set.
 """
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from typing import Any
 
 from sargable.errors import StatisticsError
 from sargable.expr.like import prefix_successor
 from sargable.skipping.leaves import AND_TABLE, OR_TABLE, Leaf, Program
-from sargable.stats import ColumnStats, FileStats
-
-_UNKNOWN_STATS = ColumnStats()
+from sargable.stats import ColumnStats, FileStats, column_stats
 
 
-def partition_stats(value: Any, rows: int) -> ColumnStats:
-    """Exact statistics of a partition column, whose value is the same on every row of the file."""
-    if value is None:
-        return ColumnStats(null_count=rows, nan_count=0, distinct=frozenset())
-    if isinstance(value, float) and math.isnan(value):
-        return ColumnStats(null_count=0, nan_count=rows, distinct=frozenset())
-    return ColumnStats(min=value, max=value, null_count=0, nan_count=0, distinct=frozenset({value}))
-
-
-def column_stats(file: FileStats, name: str) -> ColumnStats:
-    """A column's statistics: the file's own, else its partition value's, else unknown."""
-    stats = file.columns.get(name)
-    if stats is not None:
-        return stats
-    if file.partition is not None and name in file.partition:
-        return partition_stats(file.partition[name], file.row_count)
-    return _UNKNOWN_STATS
+def contains(leaf: Leaf, value: Any) -> bool:
+    """Whether a non-NULL, non-NaN value of the column is in the leaf's range / value set / pattern."""
+    if leaf.regex is not None:
+        return leaf.regex.match(value) is not None
+    if leaf.kind == "set":
+        return value in leaf.value_set
+    if leaf.kind == "all":
+        return True
+    if leaf.lo is not None and (value < leaf.lo if leaf.lo_incl else value <= leaf.lo):
+        return False
+    return not (leaf.hi is not None and (value > leaf.hi if leaf.hi_incl else value >= leaf.hi))
 
 
 def upper_bound(stats: ColumnStats, string: bool) -> tuple[Any, bool] | None:
@@ -110,7 +102,7 @@ def leaf_outcomes(leaf: Leaf, stats: ColumnStats, rows: int) -> int:
         return mask
     if stats.distinct is not None:
         for value in stats.distinct:
-            mask |= leaf.exact_inside if leaf.contains(value) else leaf.outside
+            mask |= leaf.exact_inside if contains(leaf, value) else leaf.outside
         return mask
     if leaf.kind == "all":
         return mask | leaf.inside
@@ -147,4 +139,3 @@ def file_outcomes(program: Program, file: FileStats) -> int:
                 mask = table[mask][other]
             stack.append(mask)
     return stack[0]
-

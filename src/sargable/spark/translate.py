@@ -1,10 +1,13 @@
-"""pyspark `Column` filters -> sargable expressions, from a classic or a Spark Connect session.
+"""Spark filters -> sargable expressions: the one translator, for classic and Connect `Column`s and the data source's
+pushed `Filter`s, and the `where` argument of the Spark entry points.
 
-A classic Column is a tree of JVM `ColumnNode`s, walked through py4j; a Connect Column carries its expression tree
-on the client (`pyspark.sql.connect.expressions`). Both are walked iteratively, and translate columns, literals,
-comparisons, AND/OR/NOT, IN, IS [NOT] NULL, LIKE, RLIKE and startswith/endswith/contains, and `F.expr("...")`
-text through the filter parser. Anything else (functions, casts, column-to-column arithmetic) can't be planned by
-sargable: `split_column` hands such conjuncts back as Columns for Spark to apply.
+Three kinds of trees, one walk: a classic Column is a tree of JVM `ColumnNode`s, walked through py4j; a Connect
+Column carries its expression tree on the client (`pyspark.sql.connect.expressions`); a data source `Filter` is a
+small tree of `pyspark.sql.datasource` records. Each is read as function calls over leaves (a `_Dialect`) and walked
+iteratively by `_translate`, which builds every node in one place (`_apply`): columns, literals, comparisons,
+AND/OR/NOT, IN, IS [NOT] NULL, LIKE, RLIKE and startswith/endswith/contains, and `F.expr("...")` text through the
+filter parser. Anything else (functions, casts, column-to-column arithmetic) can't be planned by sargable:
+`split_column` hands such conjuncts back as Columns for Spark to apply.
 
 A `TimestampType` literal is an instant (pyspark makes one from a naive `datetime` in the Python process's local
 zone), and Spark compares it with a `timestamp` column's wall-clock values read in the session time zone; given
@@ -18,12 +21,15 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pyspark.sql import datasource as ds
+
 from sargable.errors import SargableError
-from sargable.expr import Comparison, Expr, In, IsNull, Like, Literal, Not, Regex, and_, col, lit, or_
+from sargable.expr import Comparison, Expr, In, IsNull, Like, Literal, Not, Regex, and_, col, lit, or_, parse
 from sargable.types import parse_date, parse_timestamp
 
 _COMPARISONS = {"=": "=", "==": "=", "<=>": "<=>", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
@@ -43,8 +49,8 @@ _JAVA_SHORT_IDS = {
 """Java's `ZoneId.SHORT_IDS`, which Spark accepts as session time zones."""
 
 
-class UntranslatableColumn(SargableError):
-    """A Column that sargable can't turn into an expression (Spark applies it instead)."""
+class Untranslatable(SargableError):
+    """A Column or Filter that sargable can't turn into an expression (Spark applies it instead)."""
 
 
 def _escape_like(text: str) -> str:
@@ -53,26 +59,24 @@ def _escape_like(text: str) -> str:
 
 def _parse_sql(text: str) -> Expr:
     """`F.expr(text)`: the filter parser's reading of the text."""
-    from sargable.expr import parse
-
     try:
         return parse(text)
     except SargableError as exc:
-        raise UntranslatableColumn(f"expression {text!r}: {exc}") from None
+        raise Untranslatable(f"expression {text!r}: {exc}") from None
 
 
 def _column(parts: list[str]) -> Expr:
     """The column named by an identifier's parts: one non-empty part (sargable has no nested columns)."""
     if len(parts) != 1:
-        raise UntranslatableColumn(f"nested or qualified column {'.'.join(parts)}")
+        raise Untranslatable(f"nested or qualified column {'.'.join(parts)}")
     if not parts[0]:
-        raise UntranslatableColumn("empty column name")
+        raise Untranslatable("empty column name")
     return col(parts[0])
 
 
 def _literal_text(expr: Expr, what: str) -> str:
     if not isinstance(expr, Literal) or not isinstance(expr.value, str):
-        raise UntranslatableColumn(f"{what} must be a string literal")
+        raise Untranslatable(f"{what} must be a string literal")
     return expr.value
 
 
@@ -91,7 +95,7 @@ def _zone(name: str) -> dt.tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise UntranslatableColumn(f"unknown time zone {name!r}") from None
+        raise Untranslatable(f"unknown time zone {name!r}") from None
 
 
 def _wall_clock(micros: int, time_zone: str) -> dt.datetime:
@@ -106,9 +110,9 @@ def _wall_clock(micros: int, time_zone: str) -> dt.datetime:
         wall = instant.astimezone(zone).replace(tzinfo=None, fold=0)
         read_back = wall.replace(tzinfo=zone).astimezone(dt.UTC)
     except OverflowError:
-        raise UntranslatableColumn(f"timestamp of {micros} microseconds since 1970 out of range") from None
+        raise Untranslatable(f"timestamp of {micros} microseconds since 1970 out of range") from None
     if read_back != instant:
-        raise UntranslatableColumn(f"timestamp {wall} occurs twice in {time_zone} (clocks set back)")
+        raise Untranslatable(f"timestamp {wall} occurs twice in {time_zone} (clocks set back)")
     return wall
 
 
@@ -125,7 +129,7 @@ def _apply(name: str, args: list[Expr]) -> Expr:
         return Not(args[0])
     if lowered == "in" and len(args) >= 2:
         if not all(isinstance(arg, Literal) for arg in args[1:]):
-            raise UntranslatableColumn("IN with non-literal values")
+            raise Untranslatable("IN with non-literal values")
         return In(args[0], tuple(args[1:]))
     if lowered == "isnull" and len(args) == 1:
         return IsNull(args[0])
@@ -142,7 +146,7 @@ def _apply(name: str, args: list[Expr]) -> Expr:
         return Like(args[0], "%" + _escape_like(_literal_text(args[1], "endswith suffix")), _LIKE_ESCAPE)
     if lowered == "contains" and len(args) == 2:
         return Like(args[0], "%" + _escape_like(_literal_text(args[1], "contains text")) + "%", _LIKE_ESCAPE)
-    raise UntranslatableColumn(f"function {name}")
+    raise Untranslatable(f"function {name}")
 
 
 class _Dialect(NamedTuple):
@@ -191,7 +195,7 @@ def _classic_value(node: Any, time_zone: str | None) -> Any:
     if value is None or isinstance(value, (bool, int, float, str, Decimal)):
         return value
     if not hasattr(value, "getClass"):
-        raise UntranslatableColumn(f"literal of Python type {type(value).__name__} ({value!r})")
+        raise Untranslatable(f"literal of Python type {type(value).__name__} ({value!r})")
     class_name = value.getClass().getName()
     text = str(value.toString())
     if class_name in ("java.sql.Date", "java.time.LocalDate"):
@@ -205,7 +209,7 @@ def _classic_value(node: Any, time_zone: str | None) -> Any:
         return _wall_clock(int(micros), time_zone)
     if class_name in ("java.sql.Timestamp", "java.time.LocalDateTime"):
         return parse_timestamp(text.replace("T", " "))
-    raise UntranslatableColumn(f"literal of Java type {class_name} ({text})")
+    raise Untranslatable(f"literal of Java type {class_name} ({text})")
 
 
 def _classic_leaf(node: Any, time_zone: str | None) -> Expr:
@@ -217,14 +221,14 @@ def _classic_leaf(node: Any, time_zone: str | None) -> Expr:
         return lit(_classic_value(node, time_zone))
     if kind == "SqlExpression":
         return _parse_sql(str(node.expression()))
-    raise UntranslatableColumn(f"{kind} {node.sql()}")
+    raise Untranslatable(f"{kind} {node.sql()}")
 
 
 def _classic_call(node: Any) -> tuple[str, list[Any]] | None:
     if node.getClass().getSimpleName() != "UnresolvedFunction":
         return None
     if node.isDistinct() or node.isUserDefinedFunction():
-        raise UntranslatableColumn(f"function {node.functionName()}")
+        raise Untranslatable(f"function {node.functionName()}")
     arguments = node.arguments()
     return str(node.functionName()), [arguments.apply(i) for i in range(arguments.size())]
 
@@ -247,7 +251,7 @@ _CLASSIC = _Dialect(_classic_call, _classic_leaf, _classic_columns)
 
 @functools.singledispatch
 def _connect_leaf(node: Any, time_zone: str | None) -> Expr:
-    raise UntranslatableColumn(f"{type(node).__name__} {node!r}")
+    raise Untranslatable(f"{type(node).__name__} {node!r}")
 
 
 @functools.singledispatch
@@ -270,13 +274,13 @@ def _name_parts(identifier: str) -> list[str]:
             elif ch == "`":
                 quoted = False
                 if identifier[i + 1 : i + 2] not in ("", "."):
-                    raise UntranslatableColumn(f"malformed column name {identifier!r}")
+                    raise Untranslatable(f"malformed column name {identifier!r}")
             else:
                 current.append(ch)
         elif ch == "`" and not current:
             quoted = True
         elif ch == "`":
-            raise UntranslatableColumn(f"malformed column name {identifier!r}")
+            raise Untranslatable(f"malformed column name {identifier!r}")
         elif ch == ".":
             parts.append("".join(current))
             current = []
@@ -284,14 +288,14 @@ def _name_parts(identifier: str) -> list[str]:
             current.append(ch)
         i += 1
     if quoted:
-        raise UntranslatableColumn(f"malformed column name {identifier!r}")
+        raise Untranslatable(f"malformed column name {identifier!r}")
     parts.append("".join(current))
     return parts
 
 
 def _connect_reference(node: Any, time_zone: str | None) -> Expr:
     if node._is_metadata_column:
-        raise UntranslatableColumn(f"metadata column {node._unparsed_identifier}")
+        raise Untranslatable(f"metadata column {node._unparsed_identifier}")
     return _column(_name_parts(node._unparsed_identifier))
 
 
@@ -313,7 +317,7 @@ def _connect_value(node: Any, time_zone: str | None) -> Any:
     scalar = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType)
     if isinstance(dtype, (*scalar, T.DecimalType, T.StringType)):
         return value
-    raise UntranslatableColumn(f"literal of type {dtype.simpleString()} ({node!r})")
+    raise Untranslatable(f"literal of type {dtype.simpleString()} ({node!r})")
 
 
 def _connect_literal(node: Any, time_zone: str | None) -> Expr:
@@ -326,7 +330,7 @@ def _connect_sql(node: Any, time_zone: str | None) -> Expr:
 
 def _connect_function(node: Any) -> tuple[str, list[Any]]:
     if node._is_distinct:
-        raise UntranslatableColumn(f"function {node._name}")
+        raise Untranslatable(f"function {node._name}")
     return node._name, list(node._args)
 
 
@@ -348,18 +352,82 @@ def _connect_dialect() -> _Dialect:
     return _Dialect(_connect_call, _connect_leaf, _connect_columns)
 
 
+# Data source Filters: `pyspark.sql.datasource` records. A filter is a call over its attribute (a column path) and
+# its value(s), which become leaves.
+
+
+@dataclass(frozen=True)
+class _Attribute:
+    parts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Value:
+    value: Any
+
+
+_FILTER_COMPARISONS = {
+    ds.EqualTo: "=",
+    ds.EqualNullSafe: "<=>",
+    ds.GreaterThan: ">",
+    ds.GreaterThanOrEqual: ">=",
+    ds.LessThan: "<",
+    ds.LessThanOrEqual: "<=",
+}
+_FILTER_STRINGS = {ds.StringStartsWith: "startswith", ds.StringEndsWith: "endswith", ds.StringContains: "contains"}
+
+
+def _filter_call(node: Any) -> tuple[str, list[Any]] | None:
+    kind = type(node)
+    if kind is _Attribute or kind is _Value:
+        return None
+    if kind is ds.Not:
+        return "not", [node.child]
+    if kind in _FILTER_COMPARISONS:
+        return _FILTER_COMPARISONS[kind], [_Attribute(node.attribute), _Value(node.value)]
+    if kind is ds.In:
+        if not node.value:
+            raise Untranslatable("an empty IN list")
+        return "in", [_Attribute(node.attribute), *(_Value(v) for v in node.value)]
+    if kind is ds.IsNull or kind is ds.IsNotNull:
+        return ("isnull" if kind is ds.IsNull else "isnotnull"), [_Attribute(node.attribute)]
+    if kind in _FILTER_STRINGS:
+        return _FILTER_STRINGS[kind], [_Attribute(node.attribute), _Value(node.value)]
+    raise Untranslatable(f"filter {kind.__name__}")
+
+
+def _filter_leaf(node: Any, time_zone: str | None) -> Expr:
+    if type(node) is _Attribute:
+        return _column(list(node.parts))
+    if isinstance(node.value, (list, tuple, dict, bytes, bytearray)):
+        raise Untranslatable(f"literal {node.value!r}")
+    return lit(node.value)
+
+
+def _no_columns(nodes: list[Any]) -> list[Any]:
+    raise Untranslatable("a data source filter has no Column form")
+
+
+_FILTERS = _Dialect(_filter_call, _filter_leaf, _no_columns)
+
+
+def from_filter(spark_filter: Any) -> Expr:
+    """The sargable expression of one `Filter` Spark pushes to the data source (`Untranslatable` if it has none)."""
+    return _translate(spark_filter, _FILTERS, None)
+
+
 def _root(column: Any) -> tuple[Any, _Dialect]:
     """The expression tree of a classic or a Connect Column, and how to read it."""
     if type(column).__module__ == _CONNECT_COLUMN_MODULE:
         return column._expr, _connect_dialect()
     jc = getattr(column, "_jc", None)
     if jc is None:
-        raise UntranslatableColumn(f"not a pyspark Column: {type(column).__name__}")
+        raise Untranslatable(f"not a pyspark Column: {type(column).__name__}")
     return jc.node(), _CLASSIC
 
 
 def from_column(column: Any, *, time_zone: str | None = None) -> Expr:
-    """The sargable expression of a pyspark Column; `UntranslatableColumn` if any part has no translation.
+    """The sargable expression of a pyspark Column; `Untranslatable` if any part has no translation.
 
     `time_zone` is the session time zone (`spark.sql.session.timeZone`) that `timestamp` columns are read in: a
     `TimestampType` literal becomes its instant's wall-clock time there. None reads it in the zone of the process
@@ -376,7 +444,7 @@ def split_column(column: Any, *, time_zone: str | None = None) -> tuple[Expr | N
     """
     try:
         root, dialect = _root(column)
-    except UntranslatableColumn:
+    except Untranslatable:
         return None, [column]
     conjuncts: list[Any] = []
     pending = [root]
@@ -384,7 +452,7 @@ def split_column(column: Any, *, time_zone: str | None = None) -> tuple[Expr | N
         node = pending.pop()
         try:
             call = dialect.call(node)
-        except UntranslatableColumn:
+        except Untranslatable:
             call = None
         if call is not None and call[0].lower() == "and" and len(call[1]) == 2:
             pending.extend(reversed(call[1]))
@@ -395,7 +463,23 @@ def split_column(column: Any, *, time_zone: str | None = None) -> tuple[Expr | N
     for node in conjuncts:
         try:
             translated.append(_translate(node, dialect, time_zone))
-        except UntranslatableColumn:
+        except Untranslatable:
             leftover.append(node)
     columns = dialect.column(leftover) if leftover else []
     return (and_(*translated) if translated else None), columns
+
+
+def translate_where(where: Any, time_zone: str) -> tuple[Expr | None, list[Any], list[str]]:
+    """(planned expression, Columns Spark applies unplanned, notes) for the `where` of a Spark entry point: filter
+    text, a sargable `Expr` or a pyspark Column (its timestamp literals read in the session's `time_zone`)."""
+    if where is None:
+        return None, [], []
+    if isinstance(where, Expr):
+        return where, [], []
+    if isinstance(where, str):
+        return parse(where), [], []
+    if type(where).__name__ == "Column":
+        expr, leftover = split_column(where, time_zone=time_zone)
+        notes = [f"applied by Spark without pruning (no sargable translation): {c}" for c in leftover]
+        return expr, leftover, notes
+    raise SargableError(f"where must be filter text, a sargable Expr or a pyspark Column, got {type(where).__name__}")

@@ -1,0 +1,254 @@
+"""The one place that deletes data files: every delete is checked, immediately before it, against each rule below.
+
+A `Deleter` serves one table. It refuses the table outright when its location is unsafe: not absolute, a root, or
+holding the metastore's files or the warehouse root (an existing one: the default warehouse, `./warehouse`, depends
+on the current directory). It then deletes a file only when
+
+1. the file is a regular file (not a symlink, device, ...) reached from the table's real location (symlinks
+   resolved) without passing through a symlink: locally each folder is opened with `O_NOFOLLOW` relative to the one
+   above and the file is unlinked relative to its folder, so a symlink swapped in after the checks is not followed;
+2. it lies below that real location, and not below the location of another table nested inside it (tables may
+   share a folder: each vacuum leaves the other's files alone);
+3. it is not the metastore's database file nor one of its side files (`-wal`, `-shm`, `-journal`), by path or by
+   identity (a hard link is the same file);
+4. no table of the metastore lists it, under any spelling (`paths.spellings`): asked right before the delete.
+
+Empty folders are removed only with `rmdir` (never a recursive delete). Whatever is refused or fails is returned as
+a reason, never raised, so callers (vacuum, a write's cleanup after its commit) report it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sargable.errors import DeletionRefusedError, PathError, SargableError
+from sargable.fs import DIRECTORY, FILE, FileSystem
+from sargable.metastore import Metastore, TableDefinition
+from sargable.paths import (
+    canonical_file_path,
+    canonical_location,
+    is_local,
+    is_within,
+    join_path,
+    parts_of,
+    relative_parts,
+)
+
+_NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _inside(path: str, locations: set[str]) -> bool:
+    return any(is_within(path, location) for location in locations)
+
+
+def _forms(path: str) -> set[str]:
+    """A canonical path as written and, for a local one, with symlinks resolved."""
+    return {path, os.path.realpath(path)} if is_local(path) else {path}
+
+
+class Deleter:
+    """Deletes files of one table, each only after every check of the module docstring."""
+
+    def __init__(self, ms: Metastore, table: TableDefinition) -> None:
+        self.ms = ms
+        self.table = table
+        name = table.qualified_name
+        try:
+            location = canonical_location(table.location, relative=False)
+        except PathError as exc:
+            raise DeletionRefusedError(f"table {name}: won't delete files in its location: {exc}") from None
+        if not parts_of(location)[1]:
+            raise DeletionRefusedError(f"table {name}: its location {location!r} is a root; won't delete files in it")
+        self.fs = FileSystem.at(location)
+        self.location = location
+        self.real_location = os.path.realpath(location) if is_local(location) else location
+        self._metastore_files = [os.path.abspath(path) for path in ms.store.files]
+        protected = [(p, "the metastore") for p in self._metastore_files]
+        if not is_local(ms.warehouse) or os.path.isdir(ms.warehouse):
+            protected.append((ms.warehouse, "the warehouse root"))
+        for path, what in protected:
+            if any(is_within(p, mine) for p in _forms(path) for mine in _forms(location)):
+                raise DeletionRefusedError(
+                    f"table {name}: its location {location!r} holds {what} ({path}); won't delete files in it"
+                )
+
+    # ------------------------------------------------------------------------------------------ checks
+
+    def _foreign_table(self, forms: set[str]) -> str | None:
+        """The other table located inside this one's location (or at it) whose folder holds one of `forms` (a path
+        as written and resolved), if any. (A table this one is nested in has no claim on its files.)"""
+        mine = _forms(self.location) | {self.real_location}
+        for other, location in self.ms.table_locations().items():
+            if other == self.table.qualified_name:
+                continue
+            try:
+                theirs = [t for t in _forms(canonical_location(location, relative=False)) if _inside(t, mine)]
+            except PathError:
+                continue
+            if any(is_within(path, t) for path in forms for t in theirs):
+                return other
+        return None
+
+    def _metastore_file(self, forms: set[str], st: os.stat_result | None) -> bool:
+        for protected in self._metastore_files:
+            if forms & _forms(protected):
+                return True
+            if st is not None:
+                try:
+                    other = os.stat(protected)
+                except OSError:
+                    continue
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                    return True
+        return False
+
+    def _refusal(self, path: str, real: str, st: os.stat_result | None) -> str | None:
+        """Why `path` (real path `real`; its lstat `st` where local) must not be deleted, or None."""
+        forms = {path, real}
+        if self._metastore_file(forms, st):
+            return "it is the metastore or one of its side files"
+        try:
+            foreign = self._foreign_table(forms)
+            listed = self.ms.tables_listing(path)
+        except SargableError as exc:
+            return f"can't ask the metastore about it: {exc}"
+        if foreign is not None:
+            return f"it lies under the location of table {foreign}"
+        if listed:
+            return f"table {', '.join(listed)} lists it"
+        return None
+
+    def refusal(self, path: str) -> str | None:
+        """Why `path` would not be deleted now, or None: every check of `delete`, without deleting (dry runs)."""
+        return self._apply(path, delete=False)
+
+    # ------------------------------------------------------------------------------------------ deleting
+
+    def delete(self, path: str) -> str | None:
+        """Delete one file (given in any form its table may have stored) after every check; None when it is gone,
+        else why it was not deleted."""
+        return self._apply(path, delete=True)
+
+    def _apply(self, path: str, *, delete: bool) -> str | None:
+        try:
+            path = canonical_file_path(path)
+            parts = relative_parts(path, self.location)
+        except PathError as exc:
+            return f"not under the table location {self.location}: {exc}"
+        if not self.fs.local:
+            return self._apply_remote(path, delete)
+        try:
+            with _folder(self.real_location, parts[:-1]) as folder:
+                try:
+                    st = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False)
+                except FileNotFoundError:
+                    return None if delete else "it does not exist"
+                if not stat.S_ISREG(st.st_mode):
+                    return "it is a symlink, not a regular file" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+                reason = self._refusal(path, join_path(self.real_location, *parts), st)
+                if reason is not None or not delete:
+                    return reason
+                os.unlink(parts[-1], dir_fd=folder)
+        except _Unreachable as exc:
+            return str(exc)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"the delete failed: {exc}"
+        return None
+
+    def _apply_remote(self, path: str, delete: bool) -> str | None:
+        try:
+            info = self.fs.info(path)
+            if info is None:
+                return None if delete else "it does not exist"
+            if info.kind != FILE:
+                return "not a regular file"
+            reason = self._refusal(path, path, None)
+            if reason is not None or not delete:
+                return reason
+            self.fs.fs.delete_file(self.fs.native(path))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"the delete failed: {exc}"
+        return None
+
+    def clear(self, folder: str) -> list[tuple[str, str]]:
+        """Delete every file below `folder` that passes the checks (found without following a symlink), then the
+        folders left empty; returns the (path, reason) pairs of what is left."""
+        if self.fs.info(folder) is None:
+            return []
+        left = []
+        for entry in self.fs.walk(folder):
+            if entry.kind != DIRECTORY:
+                reason = self.delete(entry.path)
+                if reason is not None:
+                    left.append((entry.path, reason))
+        return left + self.remove_empty_folders(folder)
+
+    def remove_empty_folders(self, path: str) -> list[tuple[str, str]]:
+        """Remove `path` (unless it is the table location) and the folders below it that are empty, deepest first,
+        with `rmdir` only; returns the (folder, reason) pairs of those left (not empty, a symlink on the way, ...)."""
+        if self.fs.info(path) is None:
+            return []
+        top = [] if path == self.location else [path]
+        folders = [*top, *(e.path for e in self.fs.walk(path) if e.kind == DIRECTORY)]
+        left = []
+        for folder in sorted(folders, key=lambda p: len(parts_of(p)[1]), reverse=True):
+            reason = self.remove_folder(folder)
+            if reason is not None:
+                left.append((folder, reason))
+        return left
+
+    def remove_folder(self, path: str) -> str | None:
+        """Remove one folder if it is empty (`rmdir`, never through a symlink); None when it is gone, else why not."""
+        try:
+            parts = relative_parts(path, self.location)
+        except PathError as exc:
+            return str(exc)
+        if not parts:
+            return "it is the table location itself"
+        try:
+            if not self.fs.local:
+                if self.fs.info(path) is not None:
+                    if any(True for _ in self.fs.walk(path)):
+                        return "not empty"
+                    self.fs.fs.delete_dir(self.fs.native(path))
+                return None
+            with _folder(self.real_location, parts[:-1]) as folder:
+                os.rmdir(parts[-1], dir_fd=folder)
+        except _Unreachable as exc:
+            return str(exc)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return "not empty" if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) else f"can't remove it: {exc}"
+        return None
+
+
+class _Unreachable(Exception):
+    """A folder on the way to a file is a symlink (or not a folder): the file is not reached."""
+
+
+@contextmanager
+def _folder(real_location: str, parts: tuple[str, ...]) -> Iterator[int]:
+    """A descriptor of the folder `real_location/parts...`, each step opened without following a symlink."""
+    fd = os.open(real_location, _NOFOLLOW_DIR)
+    try:
+        for part in parts:
+            try:
+                step = os.open(part, _NOFOLLOW_DIR, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _Unreachable(f"the folder {part!r} on its way is a symlink or not a folder") from None
+                raise
+            os.close(fd)
+            fd = step
+        yield fd
+    finally:
+        os.close(fd)

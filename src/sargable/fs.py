@@ -1,0 +1,131 @@
+"""File-system operations of the pipeline (list, inspect, move), through `pyarrow.fs`; deleting is `sargable.deletion`.
+
+A `FileSystem` is rooted at one canonical location (`sargable.paths`): a local path, or a URI whose file system
+pyarrow opens (`hdfs://...`, `s3://...`); paths handed in and out are canonical, in the location's form. Listings
+never follow a symlink: they report it and don't descend (pyarrow's local listing follows them, so local folders are
+listed with `os.scandir`, which also gives the change time).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from pyarrow import fs as pafs
+
+from sargable.errors import SargableError
+from sargable.paths import canonical_location, is_local, join_path, relative_parts
+
+DATA_SUFFIX = ".parquet"
+STAGING_DIR = "_sargable_staging"
+"""The folder under a table's location where writes stage their files (hidden from Spark by its leading `_`)."""
+
+FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
+
+
+def hidden(name: str) -> bool:
+    """Spark's rule for entries that are not data: names starting with `.`, or with `_` and holding no `=`."""
+    return name.startswith(".") or (name.startswith("_") and "=" not in name)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a listing: its path (in the location's form), kind, size, and when it last changed."""
+
+    path: str
+    kind: str
+    """FILE (a regular file), DIRECTORY, SYMLINK (never followed) or OTHER (a device, socket, FIFO...)."""
+    size: int
+    changed: float
+    """The later of modification and status-change time (seconds since the epoch), so a file a writer has just
+    renamed into place (which updates only its ctime) counts as new; modification time where there's no ctime."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return SYMLINK
+    if stat.S_ISREG(mode):
+        return FILE
+    if stat.S_ISDIR(mode):
+        return DIRECTORY
+    return OTHER
+
+
+def _local_entry(path: str, st: os.stat_result) -> Entry:
+    return Entry(path, _kind(st.st_mode), st.st_size, max(st.st_mtime, st.st_ctime))
+
+
+@dataclass(frozen=True)
+class FileSystem:
+    """A pyarrow file system rooted at one location; converts between location paths and pyarrow paths."""
+
+    fs: pafs.FileSystem
+    location: str
+    root: str
+
+    @classmethod
+    def at(cls, location: str) -> FileSystem:
+        """The file system of a location (a relative local one is resolved against the current directory)."""
+        location = canonical_location(location)
+        if is_local(location):
+            return cls(pafs.LocalFileSystem(), location, location)
+        try:
+            fs, root = pafs.FileSystem.from_uri(location)
+        except (ValueError, OSError) as exc:
+            raise SargableError(f"can't open the file system of {location!r}: {exc}") from None
+        return cls(fs, location, root)
+
+    @property
+    def local(self) -> bool:
+        return is_local(self.location)
+
+    def native(self, path: str) -> str:
+        """pyarrow's path of a path at or below the location."""
+        return join_path(self.root, *relative_parts(path, self.location))
+
+    def _public(self, native: str) -> str:
+        return join_path(self.location, *relative_parts(native, self.root))
+
+    def info(self, path: str) -> Entry | None:
+        """The entry of one path, a symlink reported as itself (not its target); None when nothing is there."""
+        if self.local:
+            try:
+                return _local_entry(path, os.lstat(path))
+            except FileNotFoundError:
+                return None
+        info = self.fs.get_file_info(self.native(path))
+        return None if info.type == pafs.FileType.NotFound else self._entry(info)
+
+    def _entry(self, info: pafs.FileInfo) -> Entry:
+        kind = {pafs.FileType.File: FILE, pafs.FileType.Directory: DIRECTORY}.get(info.type, OTHER)
+        changed = info.mtime.timestamp() if info.mtime is not None else time.time()
+        return Entry(self._public(info.path), kind, info.size or 0, changed)
+
+    def walk(self, path: str, descend: Callable[[Entry], bool] = lambda entry: True) -> Iterator[Entry]:
+        """Every entry below `path` (not `path` itself), folder by folder. Symlinks are reported and never followed;
+        a directory is reported, then descended into when `descend(entry)` says so."""
+        pending = [path]
+        while pending:
+            children = sorted(self._children(pending.pop()), key=lambda e: e.path)
+            yield from children
+            pending.extend(e.path for e in reversed(children) if e.kind == DIRECTORY and descend(e))
+
+    def _children(self, folder: str) -> list[Entry]:
+        if self.local:
+            try:
+                with os.scandir(folder) as it:
+                    return [_local_entry(join_path(folder, e.name), e.stat(follow_symlinks=False)) for e in it]
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        selector = pafs.FileSelector(self.native(folder), recursive=False, allow_not_found=True)
+        return [self._entry(info) for info in self.fs.get_file_info(selector)]
+
+    def move(self, source: str, target: str) -> None:
+        """Rename a file, creating the target's directory."""
+        native_target = self.native(target)
+        self.fs.create_dir(posixpath.dirname(native_target), recursive=True)
+        self.fs.move(self.native(source), native_target)

@@ -1,0 +1,94 @@
+"""The caches a `Metastore` holds for its tables: partition-filter plans and whole-table file listings.
+
+Both are keyed by what makes an entry right, never by a URL: a plan by the table's partition keys, indexes and
+the filter text; a listing by the table's id and version (every change bumps the version, and a store never reuses
+a table id). Both are bounded and evict the least recently used entry first.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from sargable.metastore.access import FilterPlans
+from sargable.stats import FileStats
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+PLANS_MAX = 256
+"""Partition-filter plans kept per metastore."""
+PLAN_TEXT_MAX = 10_000
+"""Filter texts (or bytes) longer than this are planned each time, not cached."""
+LISTED_FILES_MAX = 100_000
+"""File entries kept per metastore in whole-table listings."""
+
+
+class LRU(Generic[K, V]):
+    """A mapping of at most `size` entries that evicts the least recently used one."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class Listings:
+    """Whole-table file listings by (table id, version, statistics decoded), bounded by the files they hold."""
+
+    def __init__(self, max_files: int = LISTED_FILES_MAX) -> None:
+        self.max_files = max_files
+        self._entries: OrderedDict[tuple, tuple[FileStats, ...]] = OrderedDict()
+        self._files = 0
+
+    def get(self, key: tuple) -> tuple[FileStats, ...] | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, files: tuple[FileStats, ...]) -> None:
+        """Keep a listing (one larger than the whole budget is not kept)."""
+        if len(files) > self.max_files:
+            return
+        old = self._entries.pop(key, None)
+        self._files -= 0 if old is None else len(old)
+        self._entries[key] = files
+        self._files += len(files)
+        while self._files > self.max_files:
+            _, evicted = self._entries.popitem(last=False)
+            self._files -= len(evicted)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._files = 0
+
+
+class Caches:
+    """What one `Metastore` caches for its tables."""
+
+    def __init__(self) -> None:
+        self.plans: LRU[tuple, FilterPlans] = LRU(PLANS_MAX)
+        self.listings = Listings()
+
+    def clear(self) -> None:
+        self.plans.clear()
+        self.listings.clear()

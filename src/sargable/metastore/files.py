@@ -1,0 +1,133 @@
+"""Data file entries: their keys (table id + partition values + path, and a path index), listings, deletions.
+
+The files of many partitions are listed with one multi-range read of the store (`Store.scan_ranges`), one range
+per partition, not one scan per partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
+
+from sargable import keys
+from sargable.errors import MetastoreError, PathError
+from sargable.metastore.filecodec import decode_file, decode_header
+from sargable.metastore.layout import layout_of, table_prefix
+from sargable.metastore.records import Partition, TableDefinition, TableStats
+from sargable.metastore.schema import DECODE_ERRORS, FILE_PATHS, FILES, damaged, key_range
+from sargable.paths import canonical_file_path, canonical_location
+from sargable.stats import FileStats
+from sargable.store import Store
+from sargable.types import STRING
+
+
+def file_key(table: TableDefinition, values: tuple[Any, ...], path: str) -> bytes:
+    layout = layout_of(table)
+    return layout.prefix + layout.file_codec.encode([*values, path])
+
+
+def file_range(table: TableDefinition, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
+    """The keys of one partition's file entries."""
+    types = [*(t for _, t in table.partition_keys), STRING]
+    return keys.prefixed_range(table_prefix(table.table_id), *keys.prefix_range(list(values), types))
+
+
+def path_key(table: TableDefinition, path: str) -> bytes:
+    return table_prefix(table.table_id) + keys.encode([path], [STRING])
+
+
+def file_base(table: TableDefinition) -> str | None:
+    """What a relative file path of the table is taken below: its location (None for a relative one, stored by an
+    earlier version, which names no folder for certain)."""
+    try:
+        return canonical_location(table.location, relative=False)
+    except PathError:
+        return None
+
+
+def file_path(path: Any, table: TableDefinition, base: str | None) -> str:
+    """The canonical form of a data file's path (`sargable.paths.canonical_file_path`: a relative path is taken
+    below the table location, a `file:` URI becomes its path, `//` and `.` are dropped, `..` is refused), so that
+    no file is listed under two spellings; `base` is `file_base(table)`."""
+    if not isinstance(path, str) or not path:
+        raise MetastoreError(f"a file needs a non-empty path, got {path!r}")
+    try:
+        return canonical_file_path(path, base)
+    except PathError as exc:
+        raise MetastoreError(f"{table.qualified_name}: {exc}") from None
+
+
+def find_path(store: Store, table: TableDefinition, path: str) -> tuple[bytes, bytes | None]:
+    """(path key, file key or None) of a file given as stored (an entry an earlier version wrote without
+    canonicalizing it) or in a form that canonicalizes to the stored one."""
+    key = path_key(table, path)
+    found = store.get(FILE_PATHS, key)
+    if found is None:
+        try:
+            canonical = file_path(path, table, file_base(table))
+        except MetastoreError:
+            return key, None
+        if canonical != path:
+            key = path_key(table, canonical)
+            found = store.get(FILE_PATHS, key)
+    return key, found
+
+
+def header(table: TableDefinition, key: bytes, value: bytes) -> tuple[str, int, int]:
+    """(path, rows, bytes) of a stored file entry (see `decode_header`); damage names the entry's key."""
+    try:
+        return decode_header(value)
+    except DECODE_ERRORS as exc:
+        raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+
+
+def check_stats(stats: Any) -> tuple[bool, frozenset[str] | None]:
+    """(decode statistics at all, only these columns' or None for all) of a `stats` argument."""
+    if isinstance(stats, bool):
+        return stats, None
+    if isinstance(stats, (str, bytes)) or not isinstance(stats, Collection):
+        raise MetastoreError(f"stats must be True, False or a collection of column names, got {stats!r}")
+    return True, frozenset(stats)
+
+
+def iter_files(
+    store: Store, table: TableDefinition, partitions: Iterable[Partition] | None, stats: bool | Collection[str]
+) -> Iterator[FileStats]:
+    """The files of the given partitions (all when None) in partition key order: one store read either way."""
+    decoded, only = check_stats(stats)
+    layout = layout_of(table)
+    if partitions is None:
+        rows = store.scan(FILES, *key_range(layout.prefix))
+    else:
+        ranges = sorted({file_range(table, tuple(p.values)) for p in partitions}, key=lambda r: r[0])
+        rows = store.scan_ranges(FILES, ranges)
+    decode, size = layout.file_codec.decode, layout.size
+    names = table.partition_key_names
+    for key, value in rows:
+        try:
+            partition = dict(zip(names, decode(key[size:])[:-1], strict=True))
+            if decoded:
+                file = decode_file(value, table, partition, only)
+            else:
+                path, row_count, size_bytes = decode_header(value)
+                file = FileStats(path=path, row_count=row_count, size_bytes=size_bytes, partition=partition)
+        except DECODE_ERRORS as exc:
+            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+        yield file
+
+
+def has_file(store: Store, table: TableDefinition, path: str) -> bool:
+    """Whether the table lists this file, given as stored or in any form that canonicalizes to it."""
+    return find_path(store, table, path)[1] is not None
+
+
+def delete_in(store: Store, table: TableDefinition, values: tuple[Any, ...]) -> TableStats:
+    """Delete the file entries of one partition (both keyspaces); returns their count, bytes and rows."""
+    start, stop = file_range(table, values)
+    files = size = rows = 0
+    for key, value in list(store.scan(FILES, start, stop)):
+        path, row_count, size_bytes = header(table, key, value)
+        store.delete(FILE_PATHS, path_key(table, path))
+        files, size, rows = files + 1, size + size_bytes, rows + row_count
+    store.delete_range(FILES, start, stop)
+    return TableStats(0, files, size, rows)

@@ -1,0 +1,379 @@
+"""`Table`: the handle of one table, bound to the store and to one version of the table's definition.
+
+`Metastore.table("db.t")` reads the definition once; the handle's methods then read and write the table without
+looking it up again. Each read runs in one read transaction (the caller's, inside `Metastore.snapshot`); `scan`
+also reads the definition in its transaction unless the handle was made in it, so a scan's definition, totals,
+partitions and files always come from one snapshot. Each write runs in one transaction with the table's catalog
+row locked and leaves the handle at its version (`refresh` gives a handle of the current one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import islice
+from typing import Any
+
+from sargable.errors import MetastoreError
+from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
+from sargable.expr.bound import unbound_expr
+from sargable.metastore import commit as commits
+from sargable.metastore import files as file_entries
+from sargable.metastore import partitions as partition_rows
+from sargable.metastore import totals
+from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
+from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
+from sargable.metastore.catalog import bump, lock_table, read_table
+from sargable.metastore.commit import CommitResult
+from sargable.metastore.indexes import create_index
+from sargable.metastore.partitions import PartitionSpec, partition_values
+from sargable.metastore.records import Partition, TableDefinition, TableStats
+from sargable.plan import FilterPlan
+from sargable.scan import KeySet, Scan, plan_scan
+from sargable.stats import FileStats
+from sargable.store import Store
+from sargable.types import DataType
+
+FilterArg = str | bytes | Expr | BoundFilter
+"""A filter as the handle takes it: text, `sargable.dumps` bytes, an expression tree, or a bound filter."""
+
+
+class Table:
+    """A table of the metastore: its definition (`definition`), partitions, files, totals, indexes, commits, scans."""
+
+    __slots__ = ("_caches", "_store", "_transaction", "definition")
+
+    def __init__(self, store: Store, caches: Caches, definition: TableDefinition) -> None:
+        self._store = store
+        self._caches = caches
+        self.definition = definition
+        """The table's definition at this handle's version."""
+        self._transaction = store.transaction_id
+
+    def __repr__(self) -> str:
+        return f"<Table {self.qualified_name} version {self.version}>"
+
+    # ------------------------------------------------------------------------------------------- the definition
+
+    @property
+    def database(self) -> str:
+        return self.definition.database
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def qualified_name(self) -> str:
+        return self.definition.qualified_name
+
+    @property
+    def table_id(self) -> int:
+        return self.definition.table_id
+
+    @property
+    def version(self) -> int:
+        return self.definition.version
+
+    @property
+    def columns(self) -> tuple[tuple[str, DataType], ...]:
+        return self.definition.columns
+
+    @property
+    def partition_keys(self) -> tuple[tuple[str, DataType], ...]:
+        return self.definition.partition_keys
+
+    @property
+    def partition_key_names(self) -> list[str]:
+        return self.definition.partition_key_names
+
+    @property
+    def schema(self) -> list[tuple[str, DataType]]:
+        """Data columns followed by partition keys: what a filter over whole rows binds against."""
+        return self.definition.schema
+
+    @property
+    def location(self) -> str:
+        return self.definition.location
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return self.definition.properties
+
+    @property
+    def indexes(self) -> tuple[str, ...]:
+        """The partition keys with a secondary index, in creation order."""
+        return self.definition.indexes
+
+    def refresh(self) -> Table:
+        """A handle of the table's current version."""
+        return Table(self._store, self._caches, read_table(self._store, self.database, self.name))
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """One read transaction for the block (the caller's, when one is open)."""
+        if self._store.in_transaction:
+            yield
+            return
+        with self._store.transaction(readonly=True):
+            yield
+
+    def _in_this_snapshot(self) -> Table:
+        """This handle when its definition was read in the open transaction, else the definition read in it."""
+        if self._transaction is not None and self._transaction == self._store.transaction_id:
+            return self
+        current = read_table(self._store, self.database, self.name)
+        if current.table_id != self.table_id:
+            raise MetastoreError(
+                f"table {self.qualified_name} was dropped and created again since this handle was made; "
+                "open it again with Metastore.table"
+            )
+        return Table(self._store, self._caches, current)
+
+    # ------------------------------------------------------------------------------------------------ partitions
+
+    def _plans(self, definition: TableDefinition, filter: FilterArg, dialect: str) -> FilterPlans:
+        """The bound partition filter and its candidate plans; cached per table definition for texts and bytes."""
+        key = None
+        if isinstance(filter, (str, bytes)) and len(filter) <= PLAN_TEXT_MAX:
+            key = (definition.table_id, definition.partition_keys, definition.indexes, dialect, filter)
+            cached = self._caches.plans.get(key)
+            if cached is not None:
+                return cached
+        plans = plan_candidates(definition, _partition_filter(definition, filter, dialect))
+        if key is not None:
+            self._caches.plans.put(key, plans)
+        return plans
+
+    def iter_partitions(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> Iterator[Partition]:
+        """Partitions satisfying `filter` (all when None), streamed in key order; each page reads the latest commit
+        unless the iteration runs inside `Metastore.snapshot`."""
+        definition = self.definition
+        if filter is None:
+            return partition_rows.scan_all(self._store, definition)
+        path = choose_access_path(self._store, definition, self._plans(definition, filter, dialect))
+        return partition_rows.run(self._store, definition, path)
+
+    def partitions(
+        self, filter: FilterArg | None = None, *, max_parts: int | None = None, dialect: str = "sql"
+    ) -> list[Partition]:
+        """Partitions whose values satisfy the filter (SQL three-valued logic; all when None), in key order, from one
+        snapshot; at most `max_parts`. The filter may use partition keys only."""
+        if max_parts is not None and (isinstance(max_parts, bool) or not isinstance(max_parts, int) or max_parts < 0):
+            raise MetastoreError(f"max_parts must be a non-negative integer or None, got {max_parts!r}")
+        with self._reading():
+            return list(islice(self.iter_partitions(filter, dialect=dialect), max_parts))
+
+    def partitions_explained(self, filter: FilterArg, *, dialect: str = "sql") -> tuple[list[Partition], FilterExplain]:
+        """The partitions of a filter, with the report of how they were found (access path, plan, keys examined)."""
+        started = time.perf_counter()
+        definition = self.definition
+        with self._reading():
+            plans = self._plans(definition, filter, dialect)
+            path = choose_access_path(self._store, definition, plans)
+            found = list(partition_rows.run(self._store, definition, path))
+        return found, FilterExplain(
+            table=definition.qualified_name,
+            filter=str(plans.bound),
+            access_path=path.describe(),
+            plan=str(path.plan),
+            candidates=path.candidates,
+            keys_examined=path.stats.keys_examined,
+            partitions_returned=len(found),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def explain_filter(self, filter: FilterArg, *, dialect: str = "sql") -> FilterExplain:
+        """Run a partition filter and report the plan, access path, keys examined, partitions returned, time."""
+        return self.partitions_explained(filter, dialect=dialect)[1]
+
+    def plan_filter(self, filter: FilterArg, *, dialect: str = "sql") -> FilterPlan:
+        """The primary-key FilterPlan of a partition filter, without running it (`str(plan)` is readable)."""
+        return self._plans(self.definition, filter, dialect).primary
+
+    def partitions_by_names(self, names: Iterable[str]) -> list[Partition]:
+        """The partitions with these Hive names that exist, in key order."""
+        with self._reading():
+            return partition_rows.by_names(self._store, self.definition, names)
+
+    def partition_names(self) -> list[str]:
+        """Every partition's Hive name, in key order."""
+        with self._reading():
+            return [p.name for p in partition_rows.scan_all(self._store, self.definition)]
+
+    def count_partitions(self) -> int:
+        """The number of partitions (counted in the store, none decoded)."""
+        return partition_rows.count(self._store, self.definition)
+
+    # ----------------------------------------------------------------------------------------------------- files
+
+    def iter_files(
+        self, partitions: Iterable[Partition] | None = None, *, stats: bool | Collection[str] = True
+    ) -> Iterator[FileStats]:
+        """As `files`, streamed (each page reads the latest commit unless run inside `Metastore.snapshot`)."""
+        return file_entries.iter_files(self._store, self.definition, partitions, stats)
+
+    def files(
+        self, partitions: Iterable[Partition] | None = None, *, stats: bool | Collection[str] = True
+    ) -> list[FileStats]:
+        """Files of the given partitions (all files when None), in partition key order, from one snapshot.
+
+        `stats`: True decodes every column's statistics; False none (`columns == {}`: path, size, row count and
+        partition only, several times cheaper per file); a collection of column names, only those columns'. A whole
+        table's listing is kept per table version when the handle was made in the reading transaction.
+        """
+        with self._reading():
+            if partitions is not None or self._transaction != self._store.transaction_id:
+                return list(self.iter_files(partitions, stats=stats))
+            key = (self.table_id, self.version, file_entries.check_stats(stats))
+            listing = self._caches.listings.get(key)
+            if listing is None:
+                listing = tuple(self.iter_files(None, stats=stats))
+                self._caches.listings.put(key, listing)
+            return list(listing)
+
+    def has_file(self, path: str) -> bool:
+        """Whether a file path is registered in the table."""
+        return file_entries.has_file(self._store, self.definition, path)
+
+    def stats(self) -> TableStats:
+        """Partitions, files, bytes and rows of the whole table, read in O(1) (see `sargable.metastore.totals`).
+
+        A table created before the totals were kept is counted; outside a transaction the count is also stored.
+        """
+        nested = self._store.in_transaction
+        with self._reading():
+            found = totals.read(self._store, self.definition)
+            if found is not None:
+                return found
+            if nested:
+                return totals.count(self._store, self.definition)
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name)
+            found = totals.read(self._store, locked)
+            return found if found is not None else totals.store_counted(self._store, locked)
+
+    # ---------------------------------------------------------------------------------------------------- writes
+
+    def add_partitions(
+        self,
+        partitions: Iterable[PartitionSpec],
+        *,
+        if_not_exists: bool = False,
+        locations: Sequence[str | None] | None = None,
+    ) -> int:
+        """Add partitions in one transaction; returns how many were added. All are validated before any write."""
+        values = [partition_values(self.definition, spec) for spec in partitions]
+        if locations is not None and len(locations) != len(values):
+            raise MetastoreError(f"{len(locations)} locations given for {len(values)} partitions")
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name, validated=self.definition)
+            added = partition_rows.insert(self._store, locked, values, locations, if_not_exists=if_not_exists)
+            totals.change(self._store, locked, TableStats(added, 0, 0, 0))
+            bump(self._store, locked)
+        return added
+
+    def alter_partition(
+        self, partition: PartitionSpec, *, location: str | None = None, parameters: Mapping[str, str] | None = None
+    ) -> Partition:
+        """Set a partition's location and/or parameters."""
+        values = partition_values(self.definition, partition)
+        partition_rows.encode_key(self.definition, values)
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name, validated=self.definition)
+            changed = partition_rows.alter(self._store, locked, values, location, parameters)
+            bump(self._store, locked)
+        return changed
+
+    def drop_partitions(self, filter: FilterArg, *, dialect: str = "sql") -> list[Partition]:
+        """Drop every partition matching the filter, with its index entries and file entries, atomically."""
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name)
+            path = choose_access_path(self._store, locked, self._plans(locked, filter, dialect))
+            dropped = list(partition_rows.run(self._store, locked, path))
+            deleted = partition_rows.delete(self._store, locked, [p.values for p in dropped])
+            totals.change(
+                self._store, locked, totals.minus(totals.NO_CHANGE, deleted._replace(partitions=len(dropped)))
+            )
+            bump(self._store, locked)
+        return dropped
+
+    def create_index(self, column: str) -> Table:
+        """Index a partition key other than the first; back-filled now, maintained with every partition write.
+        Returns a handle of the new version."""
+        with self._store.transaction():
+            new = create_index(self._store, lock_table(self._store, self.database, self.name), column)
+        return Table(self._store, self._caches, new)
+
+    def commit(
+        self,
+        *,
+        add_partitions: Iterable[Any] = (),
+        add_files: Iterable[FileStats] = (),
+        remove_files: Iterable[str] = (),
+        replace_partitions: Iterable[Any] = (),
+        expected_version: int | None = None,
+    ) -> CommitResult:
+        """One atomic change of the table: add partitions and files, remove files, replace partitions' files.
+
+        `replace_partitions` drops every file of those partitions first (an overwrite). With `expected_version`
+        the commit fails with CommitConflictError when another writer has committed since that version;
+        without it, concurrent commits serialize and none loses the other's files.
+        """
+        change = commits.prepare(self.definition, add_partitions, add_files, remove_files, replace_partitions)
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name, expected_version, validated=self.definition)
+            return commits.apply(self._store, locked, change)
+
+    def add_files(self, files: Iterable[FileStats]) -> int:
+        """Register data files (with their partition and statistics); their partitions are added if missing."""
+        return self.commit(add_files=files).files_added
+
+    # ------------------------------------------------------------------------------------------------------ scan
+
+    def scan(
+        self,
+        where: FilterArg | None = None,
+        key_sets: Sequence[KeySet] = (),
+        columns: Sequence[str] | None = None,
+        *,
+        dialect: str = "sql",
+        notes: Sequence[str] = (),
+        ignore_stats: Collection[str] = (),
+    ) -> Scan:
+        """What to read for the rows where `where` is TRUE (all when None) and each key set holds: partitions,
+        files, the filter's exact / inclusive / residual parts and a report (see `sargable.scan`), from one snapshot.
+
+        `columns` are checked against the schema; `notes` go into the report; `ignore_stats` names columns whose file
+        statistics must not be used.
+        """
+        with self._reading():
+            return plan_scan(
+                self._in_this_snapshot(),
+                where,
+                key_sets,
+                columns,
+                dialect=dialect,
+                notes=notes,
+                ignore_stats=ignore_stats,
+            )
+
+
+def _partition_filter(definition: TableDefinition, filter: Any, dialect: str) -> BoundFilter:
+    """A partition filter bound to the partition keys (a filter bound to the whole schema is taken as it is)."""
+    names = {n.lower() for n in definition.partition_key_names}
+    if isinstance(filter, BoundFilter):
+        columns: Iterable[str] = filter.columns
+    else:
+        filter = unbound_expr(filter, dialect)
+        columns = columns_of(filter)
+    for column in sorted(columns):
+        if column.lower() not in names:
+            raise MetastoreError(
+                f"column {column!r} in the filter is not a partition key of {definition.qualified_name}; "
+                f"partition keys: {', '.join(definition.partition_key_names) or '(none)'}"
+            )
+    if isinstance(filter, BoundFilter):
+        return filter
+    return bind_filter(filter, list(definition.partition_keys))
