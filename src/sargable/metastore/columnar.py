@@ -17,8 +17,8 @@ partition key (`value_to_name`, the function `Partition.name` uses), so both for
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -55,11 +55,11 @@ def record_batch(page: Page) -> pa.RecordBatch:
     table = page.table
     schema = batch_schema(table)
     columns = _value_columns(page)
-    texts = [_value_names(column, dtype) for column, (_, dtype) in zip(columns, table.partition_keys, strict=True)]
-    separators = [("/" if i else "") + escape_path_name(name) + "=" for i, (name, _) in enumerate(table.partition_keys)]
-    names = _concatenated(len(page), [p for separator, text in zip(separators, texts) for p in (separator, text)])
-    prefix = table.location.rstrip("/") + "/"
-    location = _concatenated(len(page), [prefix, *[p for sep, text in zip(separators, texts) for p in (sep, text)]])
+    pieces: list[Any] = []
+    for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True)):
+        pieces += [("/" if i else "") + escape_path_name(name) + "=", _value_names(column, dtype)]
+    names = pc.binary_join_element_wise(*pieces, "")
+    location = pc.binary_join_element_wise(table.location.rstrip("/") + "/", names, "")
     locations, parameters = page.explicit()
     if locations is not None:
         location = pc.coalesce(pa.array(locations, pa.string()), location)
@@ -81,20 +81,7 @@ def _value_columns(page: Page) -> list[pa.Array]:
     return columns if page.order is None else [columns[i] for i in page.order]
 
 
-class _Texts:
-    """Distinct texts as one UTF-8 buffer with offsets, and which of them each row takes (None: the first)."""
-
-    __slots__ = ("data", "offsets", "rows")
-
-    def __init__(self, texts: pa.Array, rows: np.ndarray | None) -> None:
-        offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
-        self.offsets = offsets.astype(np.int64)
-        self.data = np.frombuffer(texts.buffers()[2], np.uint8)[self.offsets[0] : self.offsets[-1]]
-        self.offsets -= self.offsets[0]
-        self.rows = rows
-
-
-def _value_names(column: pa.Array, dtype: DataType) -> _Texts:
+def _value_names(column: pa.Array, dtype: DataType) -> pa.Array:
     """Each value's path form (`value_to_name`), formatted once per distinct value (in Arrow where that gives the
     same text: integers, and strings with nothing to escape)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
@@ -105,27 +92,4 @@ def _value_names(column: pa.Array, dtype: DataType) -> _Texts:
         texts = pc.fill_null(distinct, DEFAULT_PARTITION_NAME)
     else:
         texts = pa.array([value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
-    return _Texts(texts, np.asarray(encoded.indices, dtype=np.int64))
-
-
-def _concatenated(count: int, pieces: list[str | _Texts]) -> pa.Array:
-    """`count` strings, each the concatenation of the pieces: a constant text, or each row's text of a `_Texts`."""
-    parts = [_Texts(pa.array([piece], pa.string()), None) if isinstance(piece, str) else piece for piece in pieces]
-    bases = np.cumsum([0, *(len(part.data) for part in parts)])
-    source = np.concatenate([part.data for part in parts])
-    starts = np.empty((count, len(parts)), np.int64)
-    lengths = np.empty((count, len(parts)), np.int64)
-    for j, part in enumerate(parts):
-        if part.rows is None:
-            starts[:, j] = bases[j]
-            lengths[:, j] = part.offsets[1]
-        else:
-            starts[:, j] = bases[j] + part.offsets[part.rows]
-            lengths[:, j] = part.offsets[part.rows + 1] - part.offsets[part.rows]
-    flat_starts, flat_lengths = starts.ravel(), lengths.ravel()
-    before = np.cumsum(flat_lengths) - flat_lengths
-    total = int(flat_lengths.sum())
-    data = source[np.repeat(flat_starts - before, flat_lengths) + np.arange(total)]
-    offsets = np.zeros(count + 1, np.int64)
-    np.cumsum(lengths.sum(axis=1), out=offsets[1:])
-    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data.tobytes()))
+    return texts.take(encoded.indices)
