@@ -234,7 +234,7 @@ class Table:
     def partition_names(self) -> list[str]:
         """Every partition's Hive name, in key order."""
         with self._reading():
-            return [p.name for p in partition_rows.scan_all(self._store, self.definition)]
+            return [name for batch in self.partition_batches() for name in batch["name"].to_pylist()]
 
     def count_partitions(self) -> int:
         """The number of partitions (counted in the store, none decoded)."""
