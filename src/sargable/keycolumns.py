@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -107,9 +108,7 @@ class _Column:
         if isinstance(values, list):
             return values
         if name == "date":
-            days: dict[int, dt.date] = {}
-            fromordinal = dt.date.fromordinal
-            out = [days.get(o) or days.setdefault(o, fromordinal(o)) for o in np.maximum(values, 1).tolist()]
+            out = _runs(np.maximum(values, 1), dt.date.fromordinal)
         elif name == "timestamp":
             epoch = EPOCH_ORDINAL * MICROS_PER_DAY
             micros = (np.where(values == 0, epoch, values) - epoch).tolist()
@@ -258,3 +257,13 @@ class _Page:
 def _validity(null: np.ndarray | None) -> pa.Buffer | None:
     """Arrow's validity bitmap of a NULL mask (built in numpy: `pa.array` of a numpy array would import pandas)."""
     return None if null is None else pa.py_buffer(np.packbits(~null, bitorder="little"))
+
+
+def _runs(values: np.ndarray, convert: Callable[[int], Any]) -> list[Any]:
+    """`[convert(v) for v in values]`, converting each run of equal values once (keys in order repeat their leading
+    fields: a day's partitions share one `date` object)."""
+    if not len(values):
+        return []
+    starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+    counts = np.diff(np.append(starts, len(values)))
+    return list(chain.from_iterable(map(repeat, map(convert, values[starts].tolist()), counts.tolist())))

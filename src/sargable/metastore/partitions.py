@@ -401,9 +401,13 @@ def _from_index(
     order = [*range(1, position + 1), 0, *range(position + 1, len(index.columns))]
     for rows in execute_pages(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats):
         keys = [row[0] for row in rows]
-        stored = [row[1][1:] for row in rows]
+        entries = [row[1] for row in rows]
+        if entries.count(COVERED) == len(entries):
+            yield Page(table, keys, [b""] * len(entries), index.codec, index.size, order, INDEXES)
+            continue
+        stored = [value[1:] for value in entries]
         page = Page(table, keys, stored, index.codec, index.size, order, INDEXES)
-        if all(value[:1] == COVERED for _, value in rows):
+        if all(value[:1] == COVERED for value in entries):
             yield page
             continue
         kept_values, kept_keys, kept_stored = [], [], []
