@@ -13,7 +13,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
@@ -34,6 +34,9 @@ from sargable.scan import KeySet, Scan, plan_scan
 from sargable.stats import FileStats
 from sargable.store import Store
 from sargable.types import DataType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FilterArg = str | bytes | Expr | BoundFilter
 """A filter as the handle takes it: text, `sargable.dumps` bytes, an expression tree, or a bound filter."""
@@ -173,7 +176,7 @@ class Table:
 
     def partition_batches(
         self, filter: FilterArg | None = None, *, limit: int | None = None, dialect: str = "sql"
-    ) -> Iterator[Any]:
+    ) -> Iterator[pa.RecordBatch]:
         """Partitions satisfying `filter` as pyarrow record batches of their values, names, locations and parameters
         (`sargable.metastore.columnar`), in key order, at most `limit` in all. Pages read as `iter_partitions` does
         (one snapshot inside `Metastore.snapshot`)."""
@@ -181,7 +184,7 @@ class Table:
 
         return map(record_batch, _limited(self._pages(filter, dialect), _checked_limit(limit)))
 
-    def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> Any:
+    def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> pa.Table:
         """The partitions satisfying `filter` as one pyarrow Table (the batches of `partition_batches`), from one
         snapshot."""
         from sargable.metastore.columnar import arrow_table
