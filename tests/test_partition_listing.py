@@ -125,3 +125,28 @@ def test_a_long_listing_decodes_in_pages_in_key_order(sqlite_ms: Metastore) -> N
     assert [p.values for p in table.partitions("h = 7")] == [v for v in expected if v[1] == 7]
     names = table.partitions_arrow().column("name").to_pylist()
     assert names == [p.name for p in table.partitions()]
+
+
+def test_index_entries_without_the_partition_value_are_looked_up(sqlite_ms: Metastore) -> None:
+    """Index entries written before they carried the partition row's value (no COVERED marker) still list, with
+    their locations, from the partitions; one whose partition row is gone is skipped."""
+    from sargable.metastore.layout import layout_of
+    from sargable.metastore.schema import INDEXES, PARTITIONS
+
+    sqlite_ms.create_table("db", "legacy", [("x", "int")], [("d", "int"), ("h", "int")], index_all=True)
+    table = sqlite_ms.table("db", "legacy")
+    values = [(d, h) for d in range(400) for h in (2, 3)]
+    table.add_partitions([list(v) for v in values], locations=[f"/l/{d}" if d % 3 else None for d, _ in values])
+    layout, store = layout_of(table.definition), sqlite_ms.store
+    index = layout.indexes["h"]
+    with store.transaction():
+        for d, h in values:
+            if d % 2:
+                store.put(INDEXES, index.key((d, h)), b"")
+        store.delete(PARTITIONS, layout.key((5, 3)))
+    assert table.explain_filter("h = 3").access_path.startswith("index")
+    expected = [(d, 3) for d in range(400) if d != 5]
+    with mock.patch.object(partition_rows, "BATCH_MIN", 0):
+        found = table.partitions("h = 3")
+    assert [p.values for p in found] == expected
+    assert [p.location for p in found] == [f"/l/{d}" if d % 3 else f"{table.location}/d={d}/h=3" for d, _ in expected]

@@ -253,7 +253,7 @@ class Page:
             try:
                 location, params = decode_partition_value(value)
             except DECODE_ERRORS as exc:
-                raise damaged(PARTITIONS, self.keys[i], f"a partition of {self.table.qualified_name}", exc) from None
+                raise damaged(self.keyspace, self.keys[i], f"a partition of {self.table.qualified_name}", exc) from None
             locations.append(location)
             parameters.append(params or None)
         return (
