@@ -13,6 +13,7 @@ from operator import itemgetter
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, TypeCoercionError
+from sargable.keycolumns import decode_rows
 from sargable.keys import TupleCodec
 from sargable.metastore import files
 from sargable.metastore.access import AccessPath
@@ -36,8 +37,8 @@ from sargable.types import convert
 BATCH = 2000
 """Partition keys looked up per `multi_get`."""
 BATCH_MIN = 256
-"""Pages of at least this many keys are decoded at once (`sargable.keycolumns.BATCH_MIN`, kept here so that short
-listings never import numpy and pyarrow)."""
+"""Pages of at least this many keys are decoded at once (`sargable.keycolumns`, whose numpy set-up costs some tens of
+microseconds a page); shorter ones key by key."""
 
 PartitionSpec = Mapping[str, Any] | Sequence[Any] | str
 """A partition as callers give it: a dict of key -> value, the values in key order, or a Hive name."""
@@ -286,8 +287,6 @@ def decoded_values(
     DamagedMetastoreError naming it."""
     try:
         if len(keys) >= BATCH_MIN:
-            from sargable.keycolumns import decode_rows
-
             return decode_rows(keys, codec, offset, order)
         decode = codec.decode
         if order is None:

@@ -13,7 +13,9 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pyarrow as pa
 
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
@@ -25,6 +27,7 @@ from sargable.metastore import totals
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
+from sargable.metastore.columnar import arrow_table, record_batch
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.indexes import create_index
 from sargable.metastore.partitions import Page, PartitionSpec, partition_values
@@ -34,9 +37,6 @@ from sargable.scan import KeySet, Scan, plan_scan
 from sargable.stats import FileStats
 from sargable.store import Store
 from sargable.types import DataType
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 FilterArg = str | bytes | Expr | BoundFilter
 """A filter as the handle takes it: text, `sargable.dumps` bytes, an expression tree, or a bound filter."""
@@ -180,15 +180,11 @@ class Table:
         """Partitions satisfying `filter` as pyarrow record batches of their values, names, locations and parameters
         (`sargable.metastore.columnar`), in key order, at most `limit` in all. Pages read as `iter_partitions` does
         (one snapshot inside `Metastore.snapshot`)."""
-        from sargable.metastore.columnar import record_batch
-
         return map(record_batch, _limited(self._pages(filter, dialect), _checked_limit(limit)))
 
     def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> pa.Table:
         """The partitions satisfying `filter` as one pyarrow Table (the batches of `partition_batches`), from one
         snapshot."""
-        from sargable.metastore.columnar import arrow_table
-
         with self._reading():
             return arrow_table(self.definition, self.partition_batches(filter, dialect=dialect))
 
