@@ -123,8 +123,12 @@ def test_a_long_listing_decodes_in_pages_in_key_order(sqlite_ms: Metastore) -> N
     expected = sorted(values, key=lambda v: keys.encode(v, types))
     assert [p.values for p in table.partitions()] == expected
     assert [p.values for p in table.partitions("h = 7")] == [v for v in expected if v[1] == 7]
-    names = table.partitions_arrow().column("name").to_pylist()
-    assert names == [p.name for p in table.partitions()]
+    for filter in (None, "h = 7", "h >= 1990 or s like 'a%'"):
+        arrow = table.partitions_arrow(filter)
+        listed = table.partitions(filter)
+        assert arrow.column("name").to_pylist() == [p.name for p in listed]
+        assert arrow.column("location").to_pylist() == [p.location for p in listed]
+        assert [(v["s"], v["h"]) for v in arrow.column("values").to_pylist()] == [p.values for p in listed]
 
 
 def test_index_entries_without_the_partition_value_are_looked_up(sqlite_ms: Metastore) -> None:

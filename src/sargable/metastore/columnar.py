@@ -1,6 +1,7 @@
 """Partitions as Arrow record batches: the listing for callers that take many partitions at once.
 
-`Table.partition_batches` yields one batch per store page, in key order, with the columns
+`Table.partition_batches` yields batches of a few thousand partitions (`BATCH_ROWS`), in key order, with the
+columns
 
     values      struct<KEY: T, ...>      the partition's values, a field per partition key in key order, each of the
                                          Arrow type of its Hive type (`arrow_type`); a NULL value is a NULL field
@@ -30,6 +31,9 @@ from sargable.skipping.table import arrow_type
 from sargable.types import DataType
 
 PARAMETERS_TYPE = pa.map_(pa.string(), pa.string())
+BATCH_ROWS = 4096
+"""Partitions per record batch, at least (but the last): Arrow costs some hundreds of microseconds a batch, so the
+store's first short pages are joined."""
 
 
 def batch_schema(table: TableDefinition) -> pa.Schema:

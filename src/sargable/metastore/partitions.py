@@ -275,6 +275,33 @@ class Page:
         return list(map(Partition, repeat(self.table), self.values(), locations or nothing, parameters or nothing))
 
 
+def coalesced(pages: Iterable[Page], rows: int) -> Iterator[Page]:
+    """Consecutive pages of one listing joined into pages of at least `rows` partitions (the last may hold fewer):
+    for consumers that pay a cost per page (Arrow record batches)."""
+    held: list[Page] = []
+    count = 0
+    for page in pages:
+        held.append(page)
+        count += len(page)
+        if count >= rows:
+            yield _joined(held)
+            held, count = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(pages: list[Page]) -> Page:
+    """One page of several pages of one listing (same key schema), in their order."""
+    if len(pages) == 1:
+        return pages[0]
+    first = pages[0]
+    keys = [key for page in pages for key in page.keys]
+    stored = [value for page in pages for value in page.stored]
+    decoded = any(page.decoded_values is not None for page in pages)
+    values = [row for page in pages for row in page.values()] if decoded else None
+    return Page(first.table, keys, stored, first.codec, first.offset, first.order, first.keyspace, values)
+
+
 def decoded_values(
     table: TableDefinition,
     keys: Sequence[bytes],

@@ -27,7 +27,7 @@ from sargable.metastore import totals
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
-from sargable.metastore.columnar import arrow_table, record_batch
+from sargable.metastore.columnar import BATCH_ROWS, arrow_table, record_batch
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.indexes import create_index
 from sargable.metastore.partitions import Page, PartitionSpec, partition_values
@@ -180,7 +180,8 @@ class Table:
         """Partitions satisfying `filter` as pyarrow record batches of their values, names, locations and parameters
         (`sargable.metastore.columnar`), in key order, at most `limit` in all. Pages read as `iter_partitions` does
         (one snapshot inside `Metastore.snapshot`)."""
-        return map(record_batch, _limited(self._pages(filter, dialect), _checked_limit(limit)))
+        pages = _limited(self._pages(filter, dialect), _checked_limit(limit))
+        return map(record_batch, partition_rows.coalesced(pages, BATCH_ROWS))
 
     def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> pa.Table:
         """The partitions satisfying `filter` as one pyarrow Table (the batches of `partition_batches`), from one
