@@ -113,9 +113,10 @@ class Catalog:
         properties: Mapping[str, str],
     ) -> TableDefinition:
         """Create a table with a secondary index on every partition key but the first, so that a filter on any
-        partition key (Spark's `hr = 3` across days) is a key range."""
+        partition key (Spark's `hr = 3` across days) is a key range. Engines fill it without registering files,
+        so sargable's scans list its partitions' folders (`files_from_folders`)."""
         return self.metastore.create_table(
-            database, name, columns, partition_keys, location, properties, index_all=True
+            database, name, columns, partition_keys, location, properties, index_all=True, files_from_folders=True
         )
 
     def get_table(self, database: str, name: str) -> TableDefinition:
@@ -167,7 +168,15 @@ class Catalog:
                 kept.append((part.values, explicit, dict(part.parameters)))
             files = ms.list_files(database, name)
             ms.drop_table(database, name)
-            ms.create_table(database, new_name, columns, partition_keys, location or old.location, properties)
+            ms.create_table(
+                database,
+                new_name,
+                columns,
+                partition_keys,
+                location or old.location,
+                properties,
+                files_from_folders=old.files_from_folders,
+            )
             if kept:
                 ms.add_partitions(database, new_name, [v for v, _, _ in kept], locations=[loc for _, loc, _ in kept])
                 for values, _, params in kept:

@@ -162,6 +162,7 @@ def create_table(
     if_not_exists: bool,
     index_all: bool,
     share_location: bool,
+    files_from_folders: bool = False,
 ) -> TableDefinition:
     """Create a table (validated before the transaction); with `if_not_exists`, the existing one's definition.
 
@@ -209,6 +210,7 @@ def create_table(
             location=table_location,
             properties=props,
             indexes=tuple(n for n, _ in pkeys[1:]) if index_all else (),
+            files_from_folders=files_from_folders,
         )
         store.put(CATALOG, key, table.to_json())
         totals.start(store, table_id)

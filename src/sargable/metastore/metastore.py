@@ -148,8 +148,10 @@ class Metastore:
         if_not_exists: bool = False,
         index_all: bool = False,
         share_location: bool = False,
+        files_from_folders: bool = False,
     ) -> TableDefinition:
-        """Create a table; `index_all` adds a secondary index on every partition key but the first.
+        """Create a table; `index_all` adds a secondary index on every partition key but the first;
+        `files_from_folders` marks a table engines fill without registering files (see `TableDefinition`).
 
         The location (default `<database location>/<name>`) is stored absolute and canonical: a relative one is
         resolved against the current directory now, as Spark does, so every later command sees the same folder. A
@@ -168,6 +170,7 @@ class Metastore:
             if_not_exists=if_not_exists,
             index_all=index_all,
             share_location=share_location,
+            files_from_folders=files_from_folders,
         )
 
     def get_table(self, database: str, name: str) -> TableDefinition:

@@ -36,6 +36,9 @@ class TableDefinition:
     """Partition keys with a secondary index, in creation order."""
     version: int = 0
     """Bumped by every commit; optimistic writers pass the version they read."""
+    files_from_folders: bool = False
+    """True for a table that engines fill without registering its files (one made through the Hive metastore API):
+    a scan lists the folder of each selected partition (or of the unpartitioned table) that has no file registered."""
 
     @property
     def qualified_name(self) -> str:
@@ -51,19 +54,21 @@ class TableDefinition:
         return [name for name, _ in self.partition_keys]
 
     def to_json(self) -> bytes:
-        return json.dumps(
-            {
-                "database": self.database,
-                "name": self.name,
-                "id": self.table_id,
-                "columns": [[n, str(t)] for n, t in self.columns],
-                "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
-                "location": self.location,
-                "properties": self.properties,
-                "indexes": list(self.indexes),
-                "version": self.version,
-            }
-        ).encode()
+        """The stored form; optional fields only when set, so a table without them is stored as before they were."""
+        raw: dict[str, Any] = {
+            "database": self.database,
+            "name": self.name,
+            "id": self.table_id,
+            "columns": [[n, str(t)] for n, t in self.columns],
+            "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
+            "location": self.location,
+            "properties": self.properties,
+            "indexes": list(self.indexes),
+            "version": self.version,
+        }
+        if self.files_from_folders:
+            raw["files_from_folders"] = True
+        return json.dumps(raw).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> TableDefinition:
@@ -78,6 +83,9 @@ class TableDefinition:
             raise ValueError(f"properties {properties!r} are not a map of strings")
         if not isinstance(indexes, list) or not all(isinstance(i, str) and i in key_names for i in indexes):
             raise ValueError(f"indexes {indexes!r} are not partition keys")
+        folders = raw.get("files_from_folders", False)
+        if not isinstance(folders, bool):
+            raise ValueError(f"files_from_folders {folders!r} is not a boolean")
         return cls(
             database=_field(raw, "database", str),
             name=_field(raw, "name", str),
@@ -88,6 +96,7 @@ class TableDefinition:
             properties=properties,
             indexes=tuple(indexes),
             version=_field(raw, "version", int, minimum=0),
+            files_from_folders=folders,
         )
 
 

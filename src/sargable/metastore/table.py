@@ -106,6 +106,11 @@ class Table:
         """The partition keys with a secondary index, in creation order."""
         return self.definition.indexes
 
+    @property
+    def files_from_folders(self) -> bool:
+        """Whether engines fill the table without registering files (see `TableDefinition.files_from_folders`)."""
+        return self.definition.files_from_folders
+
     def refresh(self) -> Table:
         """A handle of the table's current version."""
         return Table(self._store, self._caches, read_table(self._store, self.database, self.name))
