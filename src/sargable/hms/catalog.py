@@ -1,11 +1,11 @@
 """The server's one adapter over the metastore: every read and write `sargable serve` makes goes through `Catalog`.
 
 Reads go through a table's `Table` handle (one definition read per call, in the call's snapshot); writes through
-`sargable.Metastore`'s methods. Where a Hive operation has no metastore method yet, it is composed here from several
-calls inside one store transaction (a savepoint per inner call), so it stays atomic: adding partitions with
-parameters, returning which partitions an `if_not_exists` add created, and altering a table (its definition is
-immutable today, so the table is re-created with its partitions, files and indexes). When the metastore grows
-first-class Hive fields (issue 17), this is the file to rewire.
+`sargable.Metastore`'s methods, databases and tables with their Hive fields (`sargable.metastore.hive`). Where a
+Hive operation has no metastore method yet, it is composed here from several calls inside one store transaction (a
+savepoint per inner call), so it stays atomic: adding partitions with parameters, returning which partitions an
+`if_not_exists` add created, and altering a table (its definition is immutable today, so the table is re-created
+with its partitions, files and indexes).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.expr import Expr, and_, col, or_
-from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table, TableDefinition
+from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
+from sargable.metastore.hive import HiveDatabase, HiveTable
 from sargable.metastore.names import value_from_name
 from sargable.types import DataType
 
@@ -88,8 +89,12 @@ class Catalog:
 
     # ------------------------------------------------------------------------------------------ databases
 
-    def create_database(self, name: str, location: str | None) -> None:
-        self.metastore.create_database(name, location=location or None)
+    def create_database(self, name: str, location: str | None, hive: HiveDatabase) -> None:
+        self.metastore.create_database(name, location=location or None, hive=hive)
+
+    def get_database(self, name: str) -> Database:
+        """The database's record (raises NoSuchObjectError)."""
+        return self.metastore.get_database(name)
 
     def database_location(self, name: str) -> str:
         """The database's location (raises NoSuchObjectError)."""
@@ -111,12 +116,21 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
+        hive: HiveTable,
     ) -> TableDefinition:
         """Create a table with a secondary index on every partition key but the first, so that a filter on any
         partition key (Spark's `hr = 3` across days) is a key range. Engines fill it without registering files,
         so sargable's scans list its partitions' folders (`files_from_folders`)."""
         return self.metastore.create_table(
-            database, name, columns, partition_keys, location, properties, index_all=True, files_from_folders=True
+            database,
+            name,
+            columns,
+            partition_keys,
+            location,
+            properties,
+            index_all=True,
+            files_from_folders=True,
+            hive=hive,
         )
 
     def get_table(self, database: str, name: str) -> TableDefinition:
@@ -146,10 +160,11 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
+        hive: HiveTable,
     ) -> TableDefinition:
-        """Alter a table (rename, columns, location, properties) by re-creating it in one transaction with its
-        partitions (values, explicit locations, parameters), files and secondary indexes. O(partitions + files):
-        the metastore can't change a table's definition in place yet."""
+        """Alter a table (rename, columns, location, properties, Hive fields) by re-creating it in one transaction
+        with its partitions (values, explicit locations, parameters), files and secondary indexes.
+        O(partitions + files): the metastore can't change a table's definition in place yet."""
         ms = self.metastore
         with self.transaction():
             old = ms.get_table(database, name)
@@ -176,6 +191,7 @@ class Catalog:
                 location or old.location,
                 properties,
                 files_from_folders=old.files_from_folders,
+                hive=hive,
             )
             if kept:
                 ms.add_partitions(database, new_name, [v for v, _, _ in kept], locations=[loc for _, loc, _ in kept])

@@ -8,16 +8,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from sargable.metastore.hive import HiveDatabase, HiveTable, table_from_raw, table_raw
 from sargable.metastore.names import partition_name
 from sargable.types import DataType, parse_type
 
 
 @dataclass(frozen=True)
 class Database:
-    """A database's record: its name and the location its tables default under."""
+    """A database's record: its name, the location its tables default under, and its Hive fields (None when it was
+    made without them)."""
 
     name: str
     location: str
+    hive: HiveDatabase | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class TableDefinition:
     files_from_folders: bool = False
     """True for a table that engines fill without registering its files (one made through the Hive metastore API):
     a scan lists the folder of each selected partition (or of the unpartitioned table) that has no file registered."""
+    hive: HiveTable | None = None
+    """The table's Hive fields (type, owner, times, storage descriptor, columns as written...; see
+    `sargable.metastore.hive`), None for a table made without them."""
 
     @property
     def qualified_name(self) -> str:
@@ -68,6 +74,8 @@ class TableDefinition:
         }
         if self.files_from_folders:
             raw["files_from_folders"] = True
+        if self.hive is not None:
+            raw["hive"] = table_raw(self.hive)
         return json.dumps(raw).encode()
 
     @classmethod
@@ -97,6 +105,7 @@ class TableDefinition:
             indexes=tuple(indexes),
             version=_field(raw, "version", int, minimum=0),
             files_from_folders=folders,
+            hive=None if raw.get("hive") is None else table_from_raw(raw["hive"]),
         )
 
 
