@@ -198,6 +198,9 @@ def test_partition_calls(server, tmp_path):
         assert len(client.get_partitions("pc", "t", -1)) == 3
         assert client.get_num_partitions_by_filter("pc", "t", "hr >= 2") == 2
         assert client.partition_name_to_vals("ds=a%2Fb/hr=1") == ["a/b", "1"]
+    with Metastore.open(server.metastore_url) as ms:  # parameters and Hive fields are the partition row's own
+        stored = ms.get_partitions_by_names("pc", "t", ["ds=a/hr=1"])[0]
+        assert stored.parameters == {"numRows": "10", "totalSize": "99"} and stored.hive is not None
 
 
 # Hive filter text -> the same predicate in DuckDB SQL (the oracle); LIKE in a Hive filter is a Java regex.

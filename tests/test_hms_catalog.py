@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 import sargable as sg
 from sargable.metastore import Database, TableDefinition
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
+from sargable.metastore.records import decode_partition_value, encode_partition_value
 from sargable.metastore.schema import CATALOG, table_key
 from sargable.types import parse_type
 
 pytest.importorskip("pymetastore")
 from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import TableView
-from sargable.hms.extras import decode_partition, encode_partition
+from sargable.hms.extras import partition_fields
 
 _text = st.text(min_size=0, max_size=12)
 _params = st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: not k.startswith("sargable.hms.")), _text)
@@ -72,12 +73,16 @@ def test_a_tables_hive_fields_round_trip_through_its_stored_definition(hive, par
     assert TableDefinition.from_json(table.to_json()) == table
 
 
-@given(st.builds(HivePartition, create_time=st.integers(0, 2**31 - 1), storage=st.none() | _storage), _params)
-def test_partition_extras_round_trip(extras, params):
-    stored = encode_partition(extras, params)
-    assert decode_partition(stored) == (extras, params)
-    if extras == HivePartition():
-        assert stored == params  # nothing extra stored for the common case
+@given(
+    st.none() | st.text(min_size=1, max_size=12),
+    _params,
+    st.none() | st.builds(HivePartition, create_time=st.integers(0, 2**31 - 1), storage=st.none() | _storage),
+)
+def test_a_partitions_hive_fields_round_trip_through_its_row(location, params, hive):
+    stored = encode_partition_value(location, params, hive)
+    assert decode_partition_value(stored) == (location, params, hive)
+    if location is None and not params and hive is None:
+        assert stored == b""  # nothing stored for the common case
 
 
 def test_damaged_hive_fields_are_damage(metastore):
@@ -111,9 +116,43 @@ def test_an_earlier_servers_reserved_properties_still_decode(metastore):
         ("u", "uniontype<int,string>", None),
     ]
     assert [c.comment for c in view.partition_cols] == ["day"]
-    extras, params = decode_partition(OLD_PARTITION_PARAMETERS)
+    extras, params = partition_fields(None, OLD_PARTITION_PARAMETERS)
     assert params == {"numRows": "3"}
     assert extras == HivePartition(create_time=5, storage=HiveStorage(input_format="i"))
+
+
+def test_partitions_are_added_with_parameters_and_hive_fields_in_one_write(metastore):
+    metastore.create_database("d", location="/w/d.db")
+    metastore.create_table("d", "t", [("x", "int")], [("ds", "string"), ("hr", "int")], "/w/d.db/t", index_all=True)
+    own = HivePartition(create_time=9, storage=HiveStorage(input_format="text"))
+    writes = []
+    store = metastore.store
+    real = store.transaction
+
+    def counted(*args, **kwargs):
+        writes.append(kwargs.get("readonly", False))
+        return real(*args, **kwargs)
+
+    store.transaction = counted
+    try:
+        added = metastore.add_partitions(
+            "d", "t", [("a", 1), ("a", 2), ("b", 1)], parameters=[{"n": "1"}, None, {}], hive=[own, None, own]
+        )
+    finally:
+        del store.transaction
+    assert added == 3 and writes.count(False) == 1
+    by_values = {p.values: p for p in metastore.iter_partitions("d", "t")}
+    assert (by_values[("a", 1)].parameters, by_values[("a", 1)].hive) == ({"n": "1"}, own)
+    assert (by_values[("a", 2)].parameters, by_values[("a", 2)].hive) == ({}, None)
+    assert by_values[("b", 1)].hive == own
+    via_index = metastore.get_partitions_by_filter("d", "t", "hr = 1")  # the secondary index's copy of the row
+    assert [(p.values, p.hive) for p in via_index] == [(("a", 1), own), (("b", 1), own)]
+    later = HivePartition(create_time=10)
+    changed = metastore.alter_partition("d", "t", ("a", 2), parameters={"numRows": "3"}, hive=later)
+    assert metastore.get_partitions_by_filter("d", "t", "hr = 2") == [changed]
+    assert changed.hive == later and changed.parameters == {"numRows": "3"}
+    kept = metastore.alter_partition("d", "t", ("a", 2), parameters={"numRows": "4"})
+    assert kept.hive == later
 
 
 def test_replace_table_keeps_partitions_files_and_indexes(metastore):

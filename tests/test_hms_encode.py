@@ -4,6 +4,7 @@ objects, and its reply cache against a model (in process, no server)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from hypothesis import given
@@ -23,8 +24,8 @@ from thrift.transport.TTransport import TMemoryBuffer
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.convert import TableView
 from sargable.hms.encode import TableCodec, message_header, thrift_bytes
-from sargable.hms.extras import encode_partition
-from sargable.metastore.hive import HivePartition, HiveStorage, HiveTable
+from sargable.hms.extras import PARTITION_KEY
+from sargable.metastore.hive import HivePartition, HiveStorage, HiveTable, partition_raw
 
 _text = st.text(max_size=8)
 _params = st.dictionaries(st.text(min_size=1, max_size=6).filter(lambda k: not k.startswith("sargable.hms.")), _text)
@@ -79,17 +80,18 @@ def tables_and_partitions(draw):
         values = codec.decode(codec.encode(list(row)))
         location = draw(st.none() | st.text(min_size=1, max_size=12))
         stored = draw(_params)
-        part_extras = draw(
-            st.builds(
+        hive = draw(
+            st.none()
+            | st.builds(
                 HivePartition,
                 create_time=st.integers(0, 2**31 - 1),
                 last_access_time=st.integers(0, 9),
                 storage=st.none() | _storage,
             )
         )
-        if stored or part_extras.storage is not None:
-            stored = encode_partition(part_extras, stored)
-        parts.append(Partition(table, values, location, stored))
+        if hive is not None and draw(st.booleans()):  # as an earlier server kept them: in a reserved parameter
+            stored, hive = {**stored, PARTITION_KEY: json.dumps(partition_raw(hive))}, None
+        parts.append(Partition(table, values, location, stored, hive))
     return table, parts
 
 
@@ -182,7 +184,7 @@ def test_reply_cache_drops_older_versions_and_rebuilds_codecs_on_definition_chan
 def test_partition_with_own_storage_is_encoded_by_the_runtime():
     table = TableDefinition("d", "t", 1, (("x", parse_type("int")),), (("ds", parse_type("string")),), "/w/t")
     own = HiveStorage(input_format="in", serde_lib="lib", num_buckets=3)
-    part = Partition(table, ("a",), None, encode_partition(HivePartition(create_time=5, storage=own), {"k": "v"}))
+    part = Partition(table, ("a",), None, {"k": "v"}, HivePartition(create_time=5, storage=own))
     view = TableView(table)
     got = ttypes.Partition()
     got.read(TBinaryProtocol(TMemoryBuffer(TableCodec(view).partition(part))))

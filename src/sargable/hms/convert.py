@@ -11,7 +11,7 @@ from typing import Any
 from sargable.errors import MetastoreError, PathError, TypeCoercionError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
-from sargable.hms.extras import client_parameters, decode_partition, encode_partition, is_reserved, legacy_table
+from sargable.hms.extras import client_parameters, is_reserved, legacy_table, partition_fields
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Partition, TableDefinition, partition_name
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
 from sargable.paths import canonical_location, is_local
@@ -172,7 +172,7 @@ class TableView:
 
     def partition(self, part: Partition) -> Any:
         """A sargable partition as a Thrift `Partition` (values as Hive strings, NULL as the default name)."""
-        extras, params = decode_partition(part.parameters)
+        extras, params = partition_fields(part.hive, part.parameters)
         parts = self.storage_parts if extras.storage is None else self._sd_parts(extras.storage)
         return ttypes.Partition(
             values=hive_values(self.table, part.values),
@@ -185,7 +185,8 @@ class TableView:
         )
 
     def new_partition(self, part: Any, *, now: int) -> NewPartition:
-        """A Thrift `Partition` to add: values, location (None when it is the default one), parameters + extras."""
+        """A Thrift `Partition` to add: values, location (None when it is the default one), parameters, Hive
+        fields."""
         if part.values is None or len(part.values) != len(self.table.partition_keys):
             raise MetastoreError(
                 f"partition values {part.values} don't match the partition keys "
@@ -196,14 +197,15 @@ class TableView:
         params = _check_parameters("partition", part.parameters)
         if storage == self.extras.storage:
             storage = None
+        hive = None
         if params or storage is not None:
             # A partition without parameters stays an empty row: its create time is not kept (Hive's is).
-            params = encode_partition(HivePartition(create_time=part.createTime or now, storage=storage), params)
+            hive = HivePartition(create_time=part.createTime or now, storage=storage)
         location = part.sd.location if part.sd is not None and part.sd.location else None
         canonical = None if location is None else _canonical(location)
         if canonical is not None:  # (one the metastore refuses is passed on, for its error)
             location = None if canonical == self.default_location(values) else canonical
-        return NewPartition(values, location, params)
+        return NewPartition(values, location, params, hive)
 
     def default_location(self, values: Sequence[str]) -> str:
         """Where the metastore puts a partition with these values when it is given no location."""

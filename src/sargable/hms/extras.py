@@ -1,12 +1,7 @@
-"""The Hive fields the server keeps under reserved keys, in the metastore's one codec (`sargable.metastore.hive`).
-
-- A partition's (`HivePartition`: create / access times, its own storage descriptor) under the parameter
-  `sargable.hms.partition`, written only when the partition has parameters or a storage of its own (partition rows
-  have no fields for them yet).
-- A table's, read only: a metastore written before tables had `TableDefinition.hive` kept them in the property
-  `sargable.hms.table`; such a table is still served as it was.
-
-Clients may not set parameters under the `sargable.hms.` prefix.
+"""The Hive fields an earlier server kept under reserved keys, read in the metastore's one codec
+(`sargable.metastore.hive`): before tables and partitions had `hive` fields of their own, a table's were in the
+property `sargable.hms.table` and a partition's in the parameter `sargable.hms.partition`. Such tables and
+partitions are still served as they were. Clients may not set parameters under the `sargable.hms.` prefix.
 """
 
 from __future__ import annotations
@@ -14,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from sargable.metastore.hive import HivePartition, HiveTable, partition_from_raw, partition_raw, table_from_raw
+from sargable.metastore.hive import HivePartition, HiveTable, partition_from_raw, table_from_raw
 
 PREFIX = "sargable.hms."
 TABLE_KEY = PREFIX + "table"
@@ -37,15 +32,10 @@ def legacy_table(properties: Mapping[str, str]) -> HiveTable | None:
     return None if raw is None else table_from_raw(json.loads(raw))
 
 
-def encode_partition(extras: HivePartition, parameters: Mapping[str, str]) -> dict[str, str]:
-    """Partition parameters to store; the extras key only when it holds something."""
-    if extras == HivePartition():
-        return dict(parameters)
-    return {**parameters, PARTITION_KEY: json.dumps(partition_raw(extras), separators=(",", ":"))}
-
-
-def decode_partition(parameters: Mapping[str, str]) -> tuple[HivePartition, dict[str, str]]:
-    """(extras, the Hive parameters) from stored partition parameters."""
-    raw = parameters.get(PARTITION_KEY)
-    extras = HivePartition() if raw is None else partition_from_raw(json.loads(raw))
-    return extras, client_parameters(parameters)
+def partition_fields(hive: HivePartition | None, parameters: Mapping[str, str]) -> tuple[HivePartition, dict[str, str]]:
+    """A partition's Hive fields (its own, else an earlier server's reserved parameter, else none) and the parameters
+    a client set."""
+    raw = parameters.get(PARTITION_KEY) if hive is None else None
+    if hive is None:
+        hive = HivePartition() if raw is None else partition_from_raw(json.loads(raw))
+    return hive, client_parameters(parameters)

@@ -703,7 +703,7 @@ class Handler(ThriftHiveMetastore.Iface):
         try:
             with self.catalog.transaction():
                 for change in changes:
-                    self.catalog.alter_partition(db_name, tbl_name, change.values, change.location, change.parameters)
+                    self.catalog.alter_partition(db_name, tbl_name, change)
         except NoSuchObjectError as exc:
             raise ttypes.InvalidOperationException(message=f"alter is not possible: {exc}") from None
         self.note.partitions = len(changes)

@@ -19,7 +19,7 @@ from sargable.metastore.access import FilterExplain
 from sargable.metastore.caches import Caches
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.files import path_key
-from sargable.metastore.hive import HiveDatabase, HiveTable
+from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.partitions import PartitionSpec
 from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, open_schema
@@ -229,9 +229,14 @@ class Metastore:
         *,
         if_not_exists: bool = False,
         locations: Sequence[str | None] | None = None,
+        parameters: Sequence[Mapping[str, str] | None] | None = None,
+        hive: Sequence[HivePartition | None] | None = None,
     ) -> int:
-        """Add partitions in one transaction; returns how many were added. All are validated before any write."""
-        return self.table(database, table).add_partitions(partitions, if_not_exists=if_not_exists, locations=locations)
+        """Add partitions in one transaction, each with its location, parameters and Hive fields when given; returns
+        how many were added. All are validated before any write."""
+        return self.table(database, table).add_partitions(
+            partitions, if_not_exists=if_not_exists, locations=locations, parameters=parameters, hive=hive
+        )
 
     def get_partitions_by_filter(
         self,
@@ -287,9 +292,12 @@ class Metastore:
         *,
         location: str | None = None,
         parameters: Mapping[str, str] | None = None,
+        hive: HivePartition | None = None,
     ) -> Partition:
-        """Set a partition's location and/or parameters."""
-        return self.table(database, table).alter_partition(partition, location=location, parameters=parameters)
+        """Set a partition's location, parameters and/or Hive fields (None: unchanged)."""
+        return self.table(database, table).alter_partition(
+            partition, location=location, parameters=parameters, hive=hive
+        )
 
     def drop_partitions(
         self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql"

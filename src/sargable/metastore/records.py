@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sargable.metastore.hive import HiveDatabase, HiveTable, table_from_raw, table_raw
+from sargable.metastore.hive import (
+    HiveDatabase,
+    HivePartition,
+    HiveTable,
+    partition_from_raw,
+    partition_raw,
+    table_from_raw,
+    table_raw,
+)
 from sargable.metastore.names import partition_name
 from sargable.types import DataType, parse_type
 
@@ -154,9 +162,10 @@ def _columns(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, DataType], 
 
 
 class Partition:
-    """One partition: typed `values` in partition-key order, `spec`, Hive `name`, `location`, `parameters`."""
+    """One partition: typed `values` in partition-key order, `spec`, Hive `name`, `location`, `parameters`, and
+    its Hive fields `hive` (None when it has none)."""
 
-    __slots__ = ("_location", "_name", "_parameters", "table", "values")
+    __slots__ = ("_location", "_name", "_parameters", "hive", "table", "values")
 
     def __init__(
         self,
@@ -164,12 +173,14 @@ class Partition:
         values: tuple[Any, ...],
         location: str | None = None,
         parameters: dict | None = None,
+        hive: HivePartition | None = None,
     ) -> None:
         self.table = table
         self.values = values
         self._location = location
         self._name: str | None = None
         self._parameters = parameters or None
+        self.hive = hive
 
     @property
     def parameters(self) -> dict[str, str]:
@@ -208,6 +219,7 @@ class Partition:
             and self.values == other.values
             and self.location == other.location
             and self.parameters == other.parameters
+            and self.hive == other.hive
         )
 
     def __hash__(self) -> int:
@@ -217,21 +229,29 @@ class Partition:
         return f"Partition({self.table.qualified_name}/{self.name})"
 
 
-def encode_partition_value(location: str | None, parameters: dict[str, str] | None) -> bytes:
-    """Stored value of a partition row: empty for the common case (default location, no parameters)."""
-    if location is None and not parameters:
+def encode_partition_value(
+    location: str | None, parameters: dict[str, str] | None, hive: HivePartition | None = None
+) -> bytes:
+    """Stored value of a partition row: empty for the common case (default location, no parameters, no Hive
+    fields); the Hive fields only when set."""
+    if location is None and not parameters and hive is None:
         return b""
-    return json.dumps({"location": location, "parameters": parameters or {}}).encode()
+    raw: dict[str, Any] = {"location": location, "parameters": parameters or {}}
+    if hive is not None:
+        raw["hive"] = partition_raw(hive)
+    return json.dumps(raw).encode()
 
 
-def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str]]:
-    """(location, parameters) of a stored partition row; ValueError when the bytes are not what was written."""
+def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str], HivePartition | None]:
+    """(location, parameters, Hive fields) of a stored partition row; ValueError when the bytes are not what was
+    written."""
     if not data:
-        return None, {}
+        return None, {}, None
     raw = _object(data)
     location, parameters = raw.get("location"), raw.get("parameters") or {}
     if location is not None and not isinstance(location, str):
         raise ValueError(f"location {location!r} is not a string")
     if not _string_map(parameters):
         raise ValueError(f"parameters {parameters!r} are not a map of strings")
-    return location, parameters
+    hive = raw.get("hive")
+    return location, parameters, None if hive is None else partition_from_raw(hive)
