@@ -1,5 +1,5 @@
 """Thrift objects of the Hive metastore API <-> sargable's databases, tables and partitions, whose Hive fields are
-the metastore's own (`sargable.metastore.hive`; a partition's kept under a reserved parameter, see `extras`)."""
+the metastore's own (`sargable.metastore.hive`; an earlier server's reserved keys are read through `extras`)."""
 
 from __future__ import annotations
 

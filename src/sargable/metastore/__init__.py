@@ -10,7 +10,8 @@ databases, tables and partitions, and their codec), `schema` (keyspaces and cata
 Layout (one keyspace each; every table's keys start with its 8-byte table id, so a table is one key range):
 
 - `catalog`: database and table definitions, the table totals, the table-id sequence, the schema row;
-- `partitions`: table id + order-preserving encoding of the partition values (seed 000) -> location/parameters;
+- `partitions`: table id + order-preserving encoding of the partition values (seed 000) -> location, parameters,
+  Hive fields;
 - `pindex`: secondary indexes: table id + key position + the values reordered with the indexed key first -> a marker
   byte and the partition row's value, so an index lookup needs no second read;
 - `files`: table id + partition values + file path -> the file's size, row count and column statistics;
