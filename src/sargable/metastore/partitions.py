@@ -14,6 +14,7 @@ from typing import Any
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, TypeCoercionError
 from sargable.metastore import files
 from sargable.metastore.access import AccessPath
+from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import index_keys
 from sargable.metastore.layout import IndexLayout, TableLayout, layout_of
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, parse_partition_name
@@ -110,16 +111,26 @@ def insert(
     locations: Sequence[str | None] | None,
     *,
     if_not_exists: bool,
+    parameters: Sequence[Mapping[str, str] | None] | None = None,
+    hive: Sequence[HivePartition | None] | None = None,
 ) -> int:
-    """Write partition rows and their index entries; returns how many were new (existing ones are an error unless
-    `if_not_exists`)."""
+    """Write partition rows (each with its location, parameters and Hive fields when given) and their index entries;
+    returns how many were new (existing ones are an error unless `if_not_exists`)."""
     layout = layout_of(table)
-    rows: dict[bytes, tuple[tuple[Any, ...], str | None]] = {}
+    rows: dict[bytes, tuple[tuple[Any, ...], bytes]] = {}
     for i, vals in enumerate(values):
         key = encode_key(table, vals, layout)
         if key in rows and not if_not_exists:
             raise AlreadyExistsError(f"partition {_name(table, vals)} is given twice")
-        rows[key] = (vals, locations[i] if locations is not None else None)
+        params = parameters[i] if parameters is not None else None
+        rows[key] = (
+            vals,
+            encode_partition_value(
+                locations[i] if locations is not None else None,
+                None if params is None else {str(k): str(v) for k, v in params.items()},
+                hive[i] if hive is not None else None,
+            ),
+        )
     key_list = list(rows)
     existing: list[bytes] = []
     for start in range(0, len(key_list), BATCH):
@@ -134,7 +145,7 @@ def insert(
         )
     for key in existing:
         del rows[key]
-    stored = {key: encode_partition_value(location, None) for key, (_, location) in rows.items()}
+    stored = {key: value for key, (_, value) in rows.items()}
     store.put_many(PARTITIONS, stored.items())
     for index in layout.indexes.values():
         store.put_many(INDEXES, [(index.key(vals), COVERED + stored[key]) for key, (vals, _) in rows.items()])
@@ -147,23 +158,26 @@ def alter(
     values: tuple[Any, ...],
     location: str | None,
     parameters: Mapping[str, str] | None,
+    hive: HivePartition | None = None,
 ) -> Partition:
-    """Set a partition's location and/or parameters (the table's row locked by the caller's transaction)."""
+    """Set a partition's location, parameters and/or Hive fields (the table's row locked by the caller's
+    transaction)."""
     key = encode_key(table, values)
     raw = store.get(PARTITIONS, key)
     if raw is None:
         raise NoSuchObjectError(f"partition {_name(table, values)} of {table.qualified_name} does not exist")
     try:
-        old_location, old_params = decode_partition_value(raw)
+        old_location, old_params, old_hive = decode_partition_value(raw)
     except DECODE_ERRORS as exc:
         raise damaged(PARTITIONS, key, f"partition {_name(table, values)}", exc) from None
     new_location = location if location is not None else old_location
     new_params = {str(k): str(v) for k, v in parameters.items()} if parameters is not None else old_params
-    stored = encode_partition_value(new_location, new_params)
+    new_hive = hive if hive is not None else old_hive
+    stored = encode_partition_value(new_location, new_params, new_hive)
     store.put(PARTITIONS, key, stored)
     for index_key in index_keys(table, values):
         store.put(INDEXES, index_key, COVERED + stored)
-    return Partition(table, values, new_location, new_params)
+    return Partition(table, values, new_location, new_params, new_hive)
 
 
 def delete(store: Store, table: TableDefinition, values: Sequence[tuple[Any, ...]]) -> TableStats:
@@ -234,8 +248,7 @@ def _from_rows(table: TableDefinition, layout: TableLayout, rows: Iterable[tuple
     for key, value in rows:
         try:
             if value:
-                location, params = decode_partition_value(value)
-                partition = Partition(table, decode(key[size:]), location, params)
+                partition = Partition(table, decode(key[size:]), *decode_partition_value(value))
             else:
                 partition = Partition(table, decode(key[size:]))
         except DECODE_ERRORS as exc:
