@@ -2,9 +2,9 @@
 
 The test process may already hold a (non-Hive) SparkContext, and pyspark allows one per process, so `run_sql`
 starts `python hms_spark.py` with a JSON request on stdin: the metastore URI, a warehouse dir and SQL statements.
-The child builds `SparkSession.builder.enableHiveSupport()` with `spark.hadoop.hive.metastore.uris` and prints one
-JSON document: per statement, its rows (values as JSON: dates and decimals as strings) and milliseconds, or the
-error it raised.
+The child builds `SparkSession.builder.enableHiveSupport()` with `spark.hadoop.hive.metastore.uris` (or runs the
+given `session_code`, which must bind `spark`: the snippet of docs/hms.md) and prints one JSON document: per
+statement, its rows (values as JSON: dates and decimals as strings) and milliseconds, or the error it raised.
 """
 
 from __future__ import annotations
@@ -20,6 +20,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+BASE_CONF = {
+    "spark.master": "local[2]",
+    "spark.app.name": "hms-client",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "1g",
+    "spark.hadoop.hive.exec.dynamic.partition.mode": "nonstrict",
+    "spark.hadoop.hive.stats.autogather": "false",
+}
+"""The test driver's settings besides the metastore URI and the warehouse."""
+
 
 def run_sql(
     uri: str,
@@ -27,11 +39,18 @@ def run_sql(
     statements: Sequence[str],
     *,
     conf: dict[str, str] | None = None,
+    session_code: str | None = None,
     timeout: float = 600,
 ) -> list[dict[str, Any]]:
     """Run `statements` in order in a fresh Hive-enabled pyspark driver; one {"rows", "ms"} or {"error"} per
-    statement."""
-    request = {"uri": uri, "warehouse": str(warehouse), "statements": list(statements), "conf": conf or {}}
+    statement. `session_code` builds the session instead (it binds `spark`; `uri` and `warehouse` are then its own)."""
+    request = {
+        "uri": uri,
+        "warehouse": str(warehouse),
+        "statements": list(statements),
+        "conf": conf or {},
+        "session_code": session_code,
+    }
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run(
         [sys.executable, __file__],
@@ -62,25 +81,30 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _driver() -> None:
+def _session(request: dict[str, Any]) -> Any:
+    """The Hive-enabled session: `session_code` run with the test settings as spark-submit arguments, or built."""
     from pyspark.sql import SparkSession
 
-    request = json.loads(sys.stdin.read())
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("hms-client")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.warehouse.dir", request["warehouse"])
-        .config("spark.hadoop.hive.metastore.uris", request["uri"])
-        .config("spark.hadoop.hive.exec.dynamic.partition.mode", "nonstrict")
-        .config("spark.hadoop.hive.stats.autogather", "false")
-    )
-    for key, value in request["conf"].items():
+    conf = {**BASE_CONF, **request["conf"]}
+    if request["session_code"] is not None:
+        arguments = [f"--conf {key}={value}" for key, value in conf.items()]
+        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join([*arguments, "pyspark-shell"])
+        namespace: dict[str, Any] = {}
+        exec(request["session_code"], namespace)
+        return namespace["spark"]
+    builder = SparkSession.builder
+    for key, value in {
+        **conf,
+        "spark.sql.warehouse.dir": request["warehouse"],
+        "spark.hadoop.hive.metastore.uris": request["uri"],
+    }.items():
         builder = builder.config(key, value)
-    spark = builder.enableHiveSupport().getOrCreate()
+    return builder.enableHiveSupport().getOrCreate()
+
+
+def _driver() -> None:
+    request = json.loads(sys.stdin.read())
+    spark = _session(request)
     spark.sparkContext.setLogLevel("ERROR")
     results: list[dict[str, Any]] = []
     for statement in request["statements"]:

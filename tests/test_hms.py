@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from hms_server import SargableServe, thrift_client
 from metastore_fixtures import fresh_url
+from sargable.metastore import Metastore
 
 pytest.importorskip("pymetastore")
 from pymetastore.hive_metastore import ttypes
@@ -85,8 +86,24 @@ def test_metadata_round_trips(server, tmp_path):
     ]
     with thrift_client(server.port) as client:
         assert client.set_ugi("me", ["g1"]) == ["g1", "me"]
-        client.create_database(ttypes.Database(name="rt", locationUri=f"file:{tmp_path}/rt.db"))
-        assert client.get_database("rt").locationUri == f"file:{tmp_path}/rt.db"
+        client.create_database(
+            ttypes.Database(
+                name="rt",
+                description="round trips",
+                locationUri=f"file:{tmp_path}/rt.db",
+                parameters={"k": "v"},
+                ownerName="ann",
+                ownerType=ttypes.PrincipalType.USER,
+            )
+        )
+        database = client.get_database("rt")
+        assert database.locationUri == f"file:{tmp_path}/rt.db"
+        assert (database.description, database.parameters, database.ownerName, database.ownerType) == (
+            "round trips",
+            {"k": "v"},
+            "ann",
+            ttypes.PrincipalType.USER,
+        )
         assert "rt" in client.get_all_databases() and client.get_databases("r*") == ["rt"]
         sent = _table("rt", "t", f"file:{tmp_path}/rt.db/t", cols=cols)
         sent.sd.bucketCols, sent.sd.numBuckets = ["x"], 4
@@ -132,6 +149,13 @@ def test_metadata_round_trips(server, tmp_path):
         client.drop_table("rt", "v", False)
         assert client.get_tables("rt", "*") == ["t"]
 
+    with Metastore.open(server.metastore_url) as ms:  # the Hive fields are the metastore's own, not properties
+        stored = ms.get_table("rt", "t")
+        assert stored.hive is not None and stored.hive.owner == "tester" and stored.hive.storage.num_buckets == 4
+        assert stored.hive.columns[-1] == ("added", "string", "new column")
+        assert set(stored.properties) == {"p", "numRows", "transient_lastDdlTime"}
+        assert ms.get_database("rt").hive.description == "round trips"
+
 
 def test_partition_calls(server, tmp_path):
     with thrift_client(server.port) as client:
@@ -174,6 +198,9 @@ def test_partition_calls(server, tmp_path):
         assert len(client.get_partitions("pc", "t", -1)) == 3
         assert client.get_num_partitions_by_filter("pc", "t", "hr >= 2") == 2
         assert client.partition_name_to_vals("ds=a%2Fb/hr=1") == ["a/b", "1"]
+    with Metastore.open(server.metastore_url) as ms:  # parameters and Hive fields are the partition row's own
+        stored = ms.get_partitions_by_names("pc", "t", ["ds=a/hr=1"])[0]
+        assert stored.parameters == {"numRows": "10", "totalSize": "99"} and stored.hive is not None
 
 
 # Hive filter text -> the same predicate in DuckDB SQL (the oracle); LIKE in a Hive filter is a Java regex.

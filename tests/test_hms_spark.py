@@ -1,8 +1,15 @@
 """Unmodified pyspark (Hive support, `spark.hadoop.hive.metastore.uris`) against `sargable serve`: DDL, dynamic
 partition inserts with NULL partition values, partition-filter shapes compared with DuckDB over the same rows, SHOW /
-ADD / DROP PARTITION, MSCK REPAIR, a view, ANALYZE, a star join, and the same answers after a server restart."""
+ADD / DROP PARTITION, MSCK REPAIR, a view, ANALYZE, a star join, and the same answers after a server restart.
+
+Both directions between sargable's own Spark calls and Spark SQL through the server, in the same run: a table
+`sgs.write` wrote before the server started is queried by Spark SQL, and the tables Spark SQL created and filled
+through the server (no file list in the metastore) are read with `sgs.read` after it stopped."""
 
 from __future__ import annotations
+
+import shlex
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -12,9 +19,12 @@ import pytest
 from hms_server import SargableServe
 from hms_spark import run_sql
 from metastore_fixtures import fresh_url
+from sargable.metastore import Metastore
+from test_docs import blocks_of
 
 pytest.importorskip("pymetastore")
 pytestmark = pytest.mark.spark
+pytest_plugins = ["conftest_spark"]
 
 ROWS = [
     (1, "a", "2024-01-01", 1),
@@ -75,8 +85,37 @@ def _values(rows) -> str:
     )
 
 
+WRITTEN = [
+    "SELECT x, y, ds, hr FROM w.sg ORDER BY x",
+    "SELECT x FROM w.sg WHERE ds = '2024-01-02' AND hr > 1 ORDER BY x",
+    "SELECT x FROM w.sg WHERE hr IS NULL OR ds LIKE '%-10' ORDER BY x",
+]
+"""Spark SQL through the server over `w.sg`, which `sgs.write` wrote with the rows of `ROWS`."""
+
+READ_BACK = {
+    "s.ev": [
+        None,
+        "ds = '2024-01-02' AND hr > 1",
+        "hr IN (1, 2) AND ds <> '2024-01-01'",
+        "ds IS NULL",
+        "hr IS NULL",
+        "ds LIKE '2024-01-0%'",
+        "x > 1 AND ds = '2024-01-02'",
+        "hr + 1 = 3",
+    ],
+    "s.hv": [None, "ds = '2024-01-03' OR hr IS NULL"],
+    "s.mk": [None, "ds = 'b'"],
+}
+"""`sgs.read` of the tables Spark SQL created and filled through the server, each against Spark SQL's own answer."""
+
+
+def _read_back_sql(table: str, where: str | None) -> str:
+    return f"SELECT * FROM {table}" + ("" if where is None else f" WHERE {where}") + " ORDER BY x"
+
+
 def _flow(repair_dir) -> list[str]:
     return [
+        *WRITTEN,
         "CREATE DATABASE IF NOT EXISTS s",
         "CREATE TABLE s.ev (x INT, y STRING, ds STRING, hr INT) USING parquet PARTITIONED BY (ds, hr)",
         f"INSERT INTO s.ev VALUES {_values(ROWS)}",
@@ -101,8 +140,12 @@ def _flow(repair_dir) -> list[str]:
         "CREATE TABLE s.dim (d STRING, keep BOOLEAN) USING parquet",
         "INSERT INTO s.dim VALUES ('2024-01-02', true), ('2024-01-03', true), ('2024-01-01', false)",
         "SELECT e.x FROM s.ev e JOIN s.dim d ON e.ds = d.d WHERE d.keep ORDER BY e.x",
+        *(_read_back_sql(table, where) for table, shapes in READ_BACK.items() for where in shapes),
     ]
 
+
+DOC_CHECK = "SELECT id, ds, hr FROM sales.events ORDER BY id"
+"""What the snippet of docs/hms.md inserted, read back in the same driver."""
 
 BATCHED_FETCH = {
     "spark.sql.hive.metastorePartitionPruningFastFallback": "true",
@@ -122,25 +165,76 @@ AFTER_RESTART = [
 ]
 
 
+DOC = Path(__file__).resolve().parent.parent / "docs" / "hms.md"
+DOC_URI, DOC_WAREHOUSE = "thrift://127.0.0.1:9083", "/data/warehouse"
+
+
+def _doc_serve_command() -> list[str]:
+    """The `sargable ... serve` command docs/hms.md shows, as arguments; it must be the one `SargableServe` runs."""
+    lines = [line for b in blocks_of(DOC) for line in b.text.splitlines() if line.startswith("sargable ")]
+    args = shlex.split(lines[0])[1:]
+    assert args[0] == "--metastore" and args[2:] == ["serve", "--port", "9083", "--warehouse", DOC_WAREHOUSE], args
+    return args
+
+
+def _doc_session_code(uri: str, warehouse: Path) -> str:
+    """The pyspark snippet of docs/hms.md, pointed at the test's server and warehouse."""
+    code = next(b.text for b in blocks_of(DOC) if b.lang == "python" and "enableHiveSupport" in b.text)
+    assert DOC_URI in code and DOC_WAREHOUSE in code
+    return code.replace(DOC_URI, uri).replace(DOC_WAREHOUSE, str(warehouse))
+
+
+def _sgs_write(spark, url: str, warehouse) -> None:
+    """`w.sg` written by `sgs.write`, partitioned by (ds, hr), with the rows of `ROWS`."""
+    import sargable.spark as sgs
+
+    with Metastore.open(url, warehouse=warehouse) as ms:
+        ms.create_database("w", if_not_exists=True)
+    frame = spark.createDataFrame(ROWS, "x INT, y STRING, ds STRING, hr INT")
+    sgs.write(frame, "w.sg", partition_by=["ds", "hr"], metastore=url, progress=False)
+
+
+def _sgs_read_back(spark, url: str, warehouse) -> dict[tuple[str, str | None], list[list]]:
+    """`sgs.read` of each `READ_BACK` table and filter (a Spark Column: sargable plans what it can translate)."""
+    from pyspark.sql import functions as F
+
+    import sargable.spark as sgs
+
+    out = {}
+    with Metastore.open(url, warehouse=warehouse) as ms:
+        for table, shapes in READ_BACK.items():
+            for where in shapes:
+                df = sgs.read(spark, table, None if where is None else F.expr(where), metastore=ms)
+                rows = df.orderBy("x").collect()
+                out[(table, where)] = [list(row) for row in rows]
+    return out
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def spark_run(request, tmp_path_factory):
-    """The flow's statements and results against one server; on SQLite also a second driver after a restart."""
+def spark_run(request, tmp_path_factory, spark):
+    """The flow's statements and results against one server; on SQLite also a second driver after a restart; and
+    `sgs.write` before it / `sgs.read` after it over the same metastore."""
     tmp = tmp_path_factory.mktemp(f"hms-spark-{request.param}")
     postgres = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
     url = fresh_url(request.param, tmp, postgres)
+    _sgs_write(spark, url, tmp / "sg-warehouse")
     repair = tmp / "repair"
     for ds, xs in (("a", [10, 11]), ("b", [12])):
         (repair / f"ds={ds}").mkdir(parents=True)
         pq.write_table(pa.table({"x": pa.array(xs, pa.int32())}), repair / f"ds={ds}" / "part-0.parquet")
-    statements = _flow(f"file:{repair}")
+    statements = [*_flow(f"file:{repair}"), DOC_CHECK]
+    _doc_serve_command()
     with SargableServe(tmp, url) as serve:
-        results = dict(zip(statements, run_sql(serve.uri, tmp / "spark-warehouse", statements, conf=BATCHED_FETCH)))
+        code = _doc_session_code(serve.uri, tmp / "spark-warehouse")
+        ran = run_sql(serve.uri, tmp / "spark-warehouse", statements, conf=BATCHED_FETCH, session_code=code)
+        results = dict(zip(statements, ran))
         calls = serve.calls()
+    read_back = _sgs_read_back(spark, url, tmp / "sg-warehouse")
     after = {}
     if request.param == "sqlite":
         with SargableServe(tmp / "restarted", url) as serve:
             after = dict(zip(AFTER_RESTART, run_sql(serve.uri, tmp / "spark-warehouse", AFTER_RESTART)))
-    return {"results": results, "calls": calls, "after": after, "backend": request.param}
+    return {"results": results, "calls": calls, "after": after, "backend": request.param, "read_back": read_back}
 
 
 def _rows(result: dict) -> list:
@@ -209,3 +303,22 @@ def test_same_answers_after_restart(spark_run):
         row[0]: row[1] for row in _rows(after["DESCRIBE TABLE EXTENDED s.ev PARTITION (ds='2024-01-02', hr=2)"])
     }
     assert partition["Partition Statistics"].endswith("1 rows")
+
+
+def test_a_table_sgs_wrote_is_queried_by_spark_sql_through_the_server(spark_run):
+    r = spark_run["results"]
+    assert _rows(r[WRITTEN[0]]) == [list(row) for row in sorted(ROWS)]
+    for statement in WRITTEN[1:]:
+        assert _rows(r[statement]) == _expected(statement.replace("w.sg", "s.ev")), statement
+
+
+@pytest.mark.parametrize("table,where", [(t, w) for t, shapes in READ_BACK.items() for w in shapes])
+def test_tables_spark_sql_filled_through_the_server_are_read_by_sgs_read(spark_run, table, where):
+    """Files listed from the selected partitions' folders (the metastore has no file list): Spark SQL's rows."""
+    expected = _rows(spark_run["results"][_read_back_sql(table, where)])
+    assert expected, "the comparison needs rows"
+    assert spark_run["read_back"][(table, where)] == expected
+
+
+def test_the_docs_snippet_ran_on_the_documented_server_command(spark_run):
+    assert _rows(spark_run["results"][DOC_CHECK]) == [[1, "2024-01-02", 3], [2, "2024-01-02", 4], [3, "2024-01-03", 1]]

@@ -196,6 +196,8 @@ class ListedTable:
     qualified_name: str = "db.listed"
     partition_key_names: list[str] = field(default_factory=list)
     indexes: tuple[str, ...] = ()
+    location: str = "/nowhere/listed"
+    files_from_folders: bool = False
 
     @property
     def schema(self) -> list[tuple[str, Any]]:

@@ -202,20 +202,25 @@ def stats_from_parquet(
     read_data: bool = False,
     truncation_length: int = STRING_TRUNCATION_LENGTH,
     partition: dict[str, Any] | None = None,
+    filesystem: Any = None,
 ) -> FileStats:
     """A Parquet file's statistics from its footer (all row groups merged), typed by `schema` when given.
 
     With `read_data=True` the columns are read and the statistics are exact, NaN counts and value sets included.
     Columns the schema doesn't name, and nested columns, are left out; a bound that is not exactly a value of the
-    declared type is left unknown.
+    declared type is left unknown. `filesystem` (a `pyarrow.fs.FileSystem`) reads `path` through it, not locally.
     """
     import pyarrow.parquet as pq  # only here: the Parquet reader is slow to import and few callers need it
 
     types = _schema_types(schema)
     location = os.fspath(path)
     try:
-        size = os.path.getsize(location)
-        parquet = pq.ParquetFile(location)
+        if filesystem is None:
+            size = os.path.getsize(location)
+            parquet = pq.ParquetFile(location)
+        else:
+            size = filesystem.get_file_info(location).size or 0
+            parquet = pq.ParquetFile(location, filesystem=filesystem)
     except (OSError, pa.ArrowException) as exc:
         raise StatisticsError(f"can't read the Parquet footer of {location!r}: {exc}") from None
     if read_data:

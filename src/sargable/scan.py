@@ -29,6 +29,7 @@ from sargable.domain import Interval, intersect
 from sargable.errors import SargableError, TypeCoercionError
 from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
+from sargable.folders import folder_files
 from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.skipping import select_files
 from sargable.stats import FileStats
@@ -168,6 +169,10 @@ class ScannedTable(Protocol):
     def schema(self) -> list[tuple[str, DataType]]: ...
     @property
     def indexes(self) -> tuple[str, ...]: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def files_from_folders(self) -> bool: ...
     def stats(self) -> Any: ...
     def partitions(self, filter: Any = None) -> list[Any]: ...
     def partitions_explained(self, filter: Any) -> tuple[list[Any], Any]: ...
@@ -228,7 +233,9 @@ def plan_scan(
     on_files = [k for k in keys if k.column.lower() not in lowered_keys]
     totals = table.stats()
     partitions, access, search = _partitions(table, partition_part, keys, on_partitions, totals.partitions)
-    files, extra, ranged = _files(table, partitions, files_part, on_files)
+    files, extra, ranged, folders = _files(table, partitions, files_part, on_files)
+    if folders:
+        notes = [*notes, f"{folders} partition folder(s) listed: the metastore has no file list for them"]
     residual = conjoin([*([residual] if residual is not None else []), *extra])
     report = ScanReport(
         table=table.qualified_name,
@@ -299,9 +306,9 @@ def _partitions(
 
 def _files(
     table: ScannedTable, partitions: list[Any] | None, files_part: BoundFilter | None, on_files: list[KeySet]
-) -> tuple[list[FileStats], list[BoundFilter], tuple[str, ...]]:
+) -> tuple[list[FileStats], list[BoundFilter], tuple[str, ...], int]:
     """(the files that may hold a matching row, the key-set predicates left to the residual, the data columns whose
-    key set stays there as its range only).
+    key set stays there as its range only, how many folders were listed for files no one registered).
 
     Statistics are decoded only for the columns skipping looks at. A listed file carries its partition values,
     which skipping takes as exact statistics of those columns.
@@ -311,6 +318,8 @@ def _files(
     wanted |= {k.column.lower() for k in on_files}
     stats = frozenset(n for n, _ in table.columns if n.lower() in wanted) or False
     files = table.files(partitions, stats=stats) if partitions is None or partitions else []
+    unregistered, folders = _unregistered_files(table, partitions, files)
+    files = [*files, *unregistered]
     if files_part is not None and files:
         files = select_files(files_part, files, schema)
     extra: list[BoundFilter] = []
@@ -322,7 +331,25 @@ def _files(
         extra.append(kept)
         if key.values is not None and len(key.values) > IN_RESIDUAL_MAX:
             ranged.append(key.column)
-    return files, extra, tuple(ranged)
+    return files, extra, tuple(ranged), folders
+
+
+def _unregistered_files(
+    table: ScannedTable, partitions: list[Any] | None, registered: list[FileStats]
+) -> tuple[list[FileStats], int]:
+    """For a table engines fill without registering files (`files_from_folders`): the files of each selected
+    partition (all when None) that has no registered file, listed from its folder; and how many folders that was.
+    An unpartitioned table (which registers no files) is its location's files."""
+    if not table.files_from_folders:
+        return [], 0
+    names = table.partition_key_names
+    owner = f"table {table.qualified_name}"
+    if not names:
+        return folder_files(table.location, {}, table.columns, owner=owner), 1
+    have = {tuple(f.partition[n] for n in names) for f in registered if f.partition is not None}
+    selected = table.partitions() if partitions is None else partitions
+    bare = [p for p in selected if tuple(p.values) not in have]
+    return [f for p in bare for f in folder_files(p.location, p.spec, table.columns, owner=owner)], len(bare)
 
 
 def _useful(part: BoundFilter | None) -> BoundFilter | None:

@@ -64,6 +64,11 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
         raise SargableError(f"older_than must be a non-negative number of seconds, got {older_than!r}")
     with ms.snapshot():
         tbl = ms.get_table(database, table)
+        if tbl.files_from_folders:
+            raise SargableError(
+                f"table {tbl.qualified_name} is filled by engines that don't register their files (it was made "
+                "through the Hive metastore API): every data file would look unreferenced, so vacuum refuses it"
+            )
         listed = [f.path for f in ms.iter_files(database, table, stats=False)]
         others = [loc for name, loc in ms.table_locations().items() if name != tbl.qualified_name]
     deleter = Deleter(ms, tbl)

@@ -1,11 +1,11 @@
 """The server's one adapter over the metastore: every read and write `sargable serve` makes goes through `Catalog`.
 
 Reads go through a table's `Table` handle (one definition read per call, in the call's snapshot); writes through
-`sargable.Metastore`'s methods. Where a Hive operation has no metastore method yet, it is composed here from several
-calls inside one store transaction (a savepoint per inner call), so it stays atomic: adding partitions with
-parameters, returning which partitions an `if_not_exists` add created, and altering a table (its definition is
-immutable today, so the table is re-created with its partitions, files and indexes). When the metastore grows
-first-class Hive fields (issue 17), this is the file to rewire.
+`sargable.Metastore`'s methods, databases, tables and partitions with their Hive fields (`sargable.metastore.hive`).
+Where a Hive operation has no metastore method yet, it is composed here from several calls inside one store
+transaction (a savepoint per inner call), so it stays atomic: returning which partitions an `if_not_exists` add
+created, and altering a table (its definition is immutable today, so the table is re-created with its partitions,
+files and indexes).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.expr import Expr, and_, col, or_
-from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table, TableDefinition
+from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
+from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.names import value_from_name
 from sargable.types import DataType
 
@@ -27,11 +28,13 @@ ADD_ATTEMPTS = 10
 
 @dataclass(frozen=True)
 class NewPartition:
-    """A partition to add: its values as Hive strings in key order, location (None: the default), parameters."""
+    """A partition to add: its values as Hive strings in key order, location (None: the default), parameters, Hive
+    fields (None: none)."""
 
     values: tuple[str, ...]
     location: str | None
     parameters: Mapping[str, str]
+    hive: HivePartition | None = None
 
 
 def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
@@ -88,8 +91,12 @@ class Catalog:
 
     # ------------------------------------------------------------------------------------------ databases
 
-    def create_database(self, name: str, location: str | None) -> None:
-        self.metastore.create_database(name, location=location or None)
+    def create_database(self, name: str, location: str | None, hive: HiveDatabase) -> None:
+        self.metastore.create_database(name, location=location or None, hive=hive)
+
+    def get_database(self, name: str) -> Database:
+        """The database's record (raises NoSuchObjectError)."""
+        return self.metastore.get_database(name)
 
     def database_location(self, name: str) -> str:
         """The database's location (raises NoSuchObjectError)."""
@@ -111,11 +118,21 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
+        hive: HiveTable,
     ) -> TableDefinition:
         """Create a table with a secondary index on every partition key but the first, so that a filter on any
-        partition key (Spark's `hr = 3` across days) is a key range."""
+        partition key (Spark's `hr = 3` across days) is a key range. Engines fill it without registering files,
+        so sargable's scans list its partitions' folders (`files_from_folders`)."""
         return self.metastore.create_table(
-            database, name, columns, partition_keys, location, properties, index_all=True
+            database,
+            name,
+            columns,
+            partition_keys,
+            location,
+            properties,
+            index_all=True,
+            files_from_folders=True,
+            hive=hive,
         )
 
     def get_table(self, database: str, name: str) -> TableDefinition:
@@ -145,10 +162,11 @@ class Catalog:
         partition_keys: Sequence[tuple[str, DataType]],
         location: str | None,
         properties: Mapping[str, str],
+        hive: HiveTable,
     ) -> TableDefinition:
-        """Alter a table (rename, columns, location, properties) by re-creating it in one transaction with its
-        partitions (values, explicit locations, parameters), files and secondary indexes. O(partitions + files):
-        the metastore can't change a table's definition in place yet."""
+        """Alter a table (rename, columns, location, properties, Hive fields) by re-creating it in one transaction
+        with its partitions (values, explicit locations, parameters), files and secondary indexes.
+        O(partitions + files): the metastore can't change a table's definition in place yet."""
         ms = self.metastore
         with self.transaction():
             old = ms.get_table(database, name)
@@ -164,15 +182,22 @@ class Catalog:
             kept = []
             for part in ms.iter_partitions(database, name):
                 explicit = None if part.location == new_prefix + part.name else part.location
-                kept.append((part.values, explicit, dict(part.parameters)))
+                kept.append((part.values, explicit, dict(part.parameters) or None, part.hive))
             files = ms.list_files(database, name)
             ms.drop_table(database, name)
-            ms.create_table(database, new_name, columns, partition_keys, location or old.location, properties)
+            ms.create_table(
+                database,
+                new_name,
+                columns,
+                partition_keys,
+                location or old.location,
+                properties,
+                files_from_folders=old.files_from_folders,
+                hive=hive,
+            )
             if kept:
-                ms.add_partitions(database, new_name, [v for v, _, _ in kept], locations=[loc for _, loc, _ in kept])
-                for values, _, params in kept:
-                    if params:
-                        ms.alter_partition(database, new_name, list(values), parameters=params)
+                values, locations, parameters, fields = zip(*kept)
+                ms.add_partitions(database, new_name, values, locations=locations, parameters=parameters, hive=fields)
             if files:
                 ms.commit(database, new_name, add_files=files)
             for column in old.indexes:
@@ -184,8 +209,8 @@ class Catalog:
     def add_partitions(
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
     ) -> list[Partition]:
-        """Add partitions with their parameters atomically; returns the ones added, in the order given (existing
-        ones are skipped with `if_not_exists`, else AlreadyExistsError).
+        """Add partitions with their parameters and Hive fields (one metastore write); returns the ones added, in
+        the order given (existing ones are skipped with `if_not_exists`, else AlreadyExistsError).
 
         With `if_not_exists`, which ones exist is read before the metastore's add locks the table, so a concurrent
         add of the same partition can win in between (on PostgreSQL): the whole add is then tried again."""
@@ -217,11 +242,15 @@ class Catalog:
                 new = [(values, p) for values, p in new if values not in have]
             if not new:
                 return []
-            ms.add_partitions(database, table, [list(p.values) for _, p in new], locations=[p.location for _, p in new])
-            for _, p in new:
-                if p.parameters:
-                    ms.alter_partition(database, table, list(p.values), parameters=p.parameters)
-            return [Partition(tbl, values, p.location, dict(p.parameters)) for values, p in new]
+            ms.add_partitions(
+                database,
+                table,
+                [list(p.values) for _, p in new],
+                locations=[p.location for _, p in new],
+                parameters=[p.parameters or None for _, p in new],
+                hive=[p.hive for _, p in new],
+            )
+            return [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
 
     @staticmethod
     def get_partition(table: Table, values: Sequence[str]) -> Partition:
@@ -263,9 +292,13 @@ class Catalog:
             raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
         return dropped[0]
 
-    def alter_partition(
-        self, database: str, table: str, values: Sequence[str], location: str | None, parameters: Mapping[str, str]
-    ) -> Partition:
+    def alter_partition(self, database: str, table: str, change: NewPartition) -> Partition:
+        """Set a partition's location, parameters and Hive fields (those not None)."""
         return self.metastore.alter_partition(
-            database, table, list(values), location=location, parameters=dict(parameters)
+            database,
+            table,
+            list(change.values),
+            location=change.location,
+            parameters=dict(change.parameters),
+            hive=change.hive,
         )

@@ -1,5 +1,5 @@
-"""Thrift objects of the Hive metastore API <-> sargable's tables and partitions (with `extras` for the Hive fields
-the metastore has no place for yet)."""
+"""Thrift objects of the Hive metastore API <-> sargable's databases, tables and partitions, whose Hive fields are
+the metastore's own (`sargable.metastore.hive`; an earlier server's reserved keys are read through `extras`)."""
 
 from __future__ import annotations
 
@@ -11,24 +11,16 @@ from typing import Any
 from sargable.errors import MetastoreError, PathError, TypeCoercionError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
-from sargable.hms.extras import (
-    PartitionExtras,
-    Storage,
-    TableExtras,
-    decode_partition,
-    decode_table,
-    encode_partition,
-    encode_table,
-    is_reserved,
-)
-from sargable.metastore import DEFAULT_PARTITION_NAME, Partition, TableDefinition, partition_name
+from sargable.hms.extras import client_parameters, is_reserved, legacy_table, partition_fields
+from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Partition, TableDefinition, partition_name
+from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
 from sargable.paths import canonical_location, is_local
 from sargable.types import DataType, format_value, parse_type
 
 DDL_TIME = "transient_lastDdlTime"
 VIRTUAL_VIEW = "VIRTUAL_VIEW"
 
-PARQUET = Storage(
+PARQUET = HiveStorage(
     input_format="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
     output_format="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
     serde_lib="org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
@@ -47,6 +39,7 @@ class NewTable:
     partition_keys: list[tuple[str, DataType]]
     location: str | None
     properties: dict[str, str]
+    hive: HiveTable
 
 
 def _check_parameters(kind: str, parameters: Mapping[str, str] | None) -> dict[str, str]:
@@ -57,9 +50,9 @@ def _check_parameters(kind: str, parameters: Mapping[str, str] | None) -> dict[s
     return params
 
 
-def _storage(sd: Any) -> Storage:
+def _storage(sd: Any) -> HiveStorage:
     serde = sd.serdeInfo or ttypes.SerDeInfo()
-    return Storage(
+    return HiveStorage(
         input_format=sd.inputFormat,
         output_format=sd.outputFormat,
         serde_name=serde.name,
@@ -67,15 +60,15 @@ def _storage(sd: Any) -> Storage:
         serde_params=dict(serde.parameters or {}),
         compressed=bool(sd.compressed),
         num_buckets=sd.numBuckets if sd.numBuckets is not None else -1,
-        bucket_cols=list(sd.bucketCols or []),
-        sort_cols=[(o.col, o.order) for o in sd.sortCols or []],
+        bucket_cols=tuple(sd.bucketCols or ()),
+        sort_cols=tuple((o.col, o.order) for o in sd.sortCols or ()),
         params=dict(sd.parameters or {}),
         stored_as_sub_directories=bool(sd.storedAsSubDirectories),
     )
 
 
 def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
-    """A Thrift `Table` as sargable's create arguments: scalar columns typed, everything else in the extras."""
+    """A Thrift `Table` as sargable's create arguments: the columns the metastore can type, and the Hive fields."""
     if not tbl.dbName or not tbl.tableName:
         raise MetastoreError("a table needs dbName and tableName")
     sd = tbl.sd or ttypes.StorageDescriptor()
@@ -98,7 +91,7 @@ def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
         partition_keys.append((field.name, dtype))
     params = _check_parameters("table", tbl.parameters)
     params.setdefault(DDL_TIME, str(now if now is not None else int(time.time())))
-    extras = TableExtras(
+    hive = HiveTable(
         table_type=tbl.tableType or "MANAGED_TABLE",
         owner=tbl.owner,
         owner_type=tbl.ownerType,
@@ -109,7 +102,7 @@ def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
         view_expanded_text=tbl.viewExpandedText,
         temporary=bool(tbl.temporary),
         storage=_storage(sd),
-        columns=hive_columns,
+        columns=tuple(hive_columns),
         partition_comments={f.name: f.comment for f in tbl.partitionKeys or [] if f.comment},
         has_location=tbl.tableType != VIRTUAL_VIEW,
     )
@@ -119,7 +112,8 @@ def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
         columns=columns,
         partition_keys=partition_keys,
         location=sd.location or None,
-        properties=encode_table(extras, params),
+        properties=params,
+        hive=hive,
     )
 
 
@@ -128,9 +122,11 @@ class TableView:
 
     def __init__(self, table: TableDefinition) -> None:
         self.table = table
-        extras, self.parameters = decode_table(table.properties)
-        self.extras = extras or TableExtras(storage=PARQUET, table_type="EXTERNAL_TABLE")
-        if extras is None or not self.extras.columns:
+        self.parameters = client_parameters(table.properties)
+        hive = table.hive or legacy_table(table.properties)
+        self.extras = hive or HiveTable(storage=PARQUET, table_type="EXTERNAL_TABLE")
+        """The table's Hive fields; a table made outside the server is shown as an external Parquet table."""
+        if hive is None or not self.extras.columns:
             self.cols = [ttypes.FieldSchema(n, str(t), None) for n, t in table.columns]
         else:
             self.cols = [ttypes.FieldSchema(n, t, c) for n, t, c in self.extras.columns]
@@ -138,7 +134,7 @@ class TableView:
         self.partition_cols = [ttypes.FieldSchema(n, str(t), comments.get(n)) for n, t in table.partition_keys]
         self.storage_parts = self._sd_parts(self.extras.storage)
 
-    def _sd_parts(self, storage: Storage) -> dict[str, Any]:
+    def _sd_parts(self, storage: HiveStorage) -> dict[str, Any]:
         serde = ttypes.SerDeInfo(storage.serde_name, storage.serde_lib, dict(storage.serde_params))
         return {
             "cols": self.cols,
@@ -176,7 +172,7 @@ class TableView:
 
     def partition(self, part: Partition) -> Any:
         """A sargable partition as a Thrift `Partition` (values as Hive strings, NULL as the default name)."""
-        extras, params = decode_partition(part.parameters)
+        extras, params = partition_fields(part.hive, part.parameters)
         parts = self.storage_parts if extras.storage is None else self._sd_parts(extras.storage)
         return ttypes.Partition(
             values=hive_values(self.table, part.values),
@@ -189,7 +185,8 @@ class TableView:
         )
 
     def new_partition(self, part: Any, *, now: int) -> NewPartition:
-        """A Thrift `Partition` to add: values, location (None when it is the default one), parameters + extras."""
+        """A Thrift `Partition` to add: values, location (None when it is the default one), parameters, Hive
+        fields."""
         if part.values is None or len(part.values) != len(self.table.partition_keys):
             raise MetastoreError(
                 f"partition values {part.values} don't match the partition keys "
@@ -200,14 +197,15 @@ class TableView:
         params = _check_parameters("partition", part.parameters)
         if storage == self.extras.storage:
             storage = None
+        hive = None
         if params or storage is not None:
             # A partition without parameters stays an empty row: its create time is not kept (Hive's is).
-            params = encode_partition(PartitionExtras(create_time=part.createTime or now, storage=storage), params)
+            hive = HivePartition(create_time=part.createTime or now, storage=storage)
         location = part.sd.location if part.sd is not None and part.sd.location else None
         canonical = None if location is None else _canonical(location)
         if canonical is not None:  # (one the metastore refuses is passed on, for its error)
             location = None if canonical == self.default_location(values) else canonical
-        return NewPartition(values, location, params)
+        return NewPartition(values, location, params, hive)
 
     def default_location(self, values: Sequence[str]) -> str:
         """Where the metastore puts a partition with these values when it is given no location."""
@@ -237,7 +235,24 @@ def _canonical(location: str) -> str | None:
         return None
 
 
-def database(name: str, location: str) -> Any:
+def database_fields(database: Any) -> HiveDatabase:
+    """A Thrift `Database`'s Hive fields (its name and location are the metastore's own)."""
+    return HiveDatabase(
+        description=database.description,
+        owner=database.ownerName,
+        owner_type=database.ownerType,
+        parameters=_check_parameters("database", database.parameters),
+    )
+
+
+def database(record: Database) -> Any:
+    """A database record as a Thrift `Database`."""
+    hive = record.hive or HiveDatabase()
     return ttypes.Database(
-        name=name, description=None, locationUri=hive_location(location), parameters={}, ownerType=None
+        name=record.name,
+        description=hive.description,
+        locationUri=hive_location(record.location),
+        parameters=dict(hive.parameters),
+        ownerName=hive.owner,
+        ownerType=hive.owner_type,
     )

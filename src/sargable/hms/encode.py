@@ -21,7 +21,7 @@ from thrift.transport.TTransport import TMemoryBuffer
 
 from sargable.hms.bindings import TBinaryProtocol, ttypes
 from sargable.hms.convert import TableView, hive_location
-from sargable.hms.extras import decode_partition
+from sargable.hms.extras import partition_fields
 from sargable.metastore import DEFAULT_PARTITION_NAME, Partition
 from sargable.metastore.names import escape_path_name, value_to_name
 from sargable.types import DataType, format_value
@@ -149,7 +149,7 @@ class TableCodec:
         out: list[bytes] = []
         append = out.append
         for part in parts:
-            if part.parameters:
+            if part.parameters or part.hive is not None:
                 append(self._with_parameters(part))
                 continue
             location = part.location
@@ -164,9 +164,9 @@ class TableCodec:
         return self.partitions([part])[0]
 
     def _with_parameters(self, part: Partition) -> bytes:
-        """A partition with parameters: with its create / access times from the extras, or, when it has a storage
+        """A partition with parameters or Hive fields: with its create / access times, or, when it has a storage
         descriptor of its own, encoded by the Thrift runtime."""
-        extras, params = decode_partition(part.parameters)
+        extras, params = partition_fields(part.hive, part.parameters)
         if extras.storage is not None:
             return thrift_bytes(self.view.partition(part))
         values = b"".join(map(getitem, self._values, part.values))

@@ -26,7 +26,7 @@ from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectErro
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
-from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, table_definition
+from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
 from sargable.metastore import Partition, Table, TableDefinition
@@ -326,7 +326,7 @@ class Handler(ThriftHiveMetastore.Iface):
     def create_database(self, database: Any) -> None:
         name = database.name
         try:
-            self.catalog.create_database(name, database.locationUri)
+            self.catalog.create_database(name, database.locationUri, database_fields(database))
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Database {name} already exists") from None
         _mkdirs(self.catalog.database_location(name))
@@ -334,7 +334,7 @@ class Handler(ThriftHiveMetastore.Iface):
     @_hive_api
     def get_database(self, name: str) -> Any:
         try:
-            return database(name.lower(), self.catalog.database_location(name))
+            return database(self.catalog.get_database(name))
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"There is no database named {name}") from None
 
@@ -427,6 +427,7 @@ class Handler(ThriftHiveMetastore.Iface):
                 definition.partition_keys,
                 definition.location,
                 definition.properties,
+                definition.hive,
             )
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Table {definition.name} already exists") from None
@@ -464,6 +465,7 @@ class Handler(ThriftHiveMetastore.Iface):
             definition.partition_keys,
             definition.location,
             definition.properties,
+            definition.hive,
         )
 
     @_hive_api
@@ -701,7 +703,7 @@ class Handler(ThriftHiveMetastore.Iface):
         try:
             with self.catalog.transaction():
                 for change in changes:
-                    self.catalog.alter_partition(db_name, tbl_name, change.values, change.location, change.parameters)
+                    self.catalog.alter_partition(db_name, tbl_name, change)
         except NoSuchObjectError as exc:
             raise ttypes.InvalidOperationException(message=f"alter is not possible: {exc}") from None
         self.note.partitions = len(changes)

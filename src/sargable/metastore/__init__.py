@@ -3,13 +3,15 @@
 `Metastore` is the catalog; `Metastore.table("db.t")` gives a `Table` handle that reads and writes one table.
 Modules, by concern: `metastore` (the `Metastore` class), `table` (the handle), `catalog` (databases and table
 definitions), `partitions`, `files`, `indexes`, `commit`, `totals` (a table's counts), `access` (choosing between
-the primary key order and secondary indexes), `records` (what comes back), `schema` (keyspaces and catalog keys),
+the primary key order and secondary indexes), `records` (what comes back), `hive` (the Hive metastore's fields of
+databases, tables and partitions, and their codec), `schema` (keyspaces and catalog keys),
 `layout` / `filecodec` / `names` (key and value encodings), `caches`, `pool` (metastores shared by URL).
 
 Layout (one keyspace each; every table's keys start with its 8-byte table id, so a table is one key range):
 
 - `catalog`: database and table definitions, the table totals, the table-id sequence, the schema row;
-- `partitions`: table id + order-preserving encoding of the partition values (seed 000) -> location/parameters;
+- `partitions`: table id + order-preserving encoding of the partition values (seed 000) -> location, parameters,
+  Hive fields;
 - `pindex`: secondary indexes: table id + key position + the values reordered with the indexed key first -> a marker
   byte and the partition row's value, so an index lookup needs no second read;
 - `files`: table id + partition values + file path -> the file's size, row count and column statistics;

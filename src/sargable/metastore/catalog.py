@@ -23,6 +23,7 @@ from sargable.errors import (
     TypeCoercionError,
 )
 from sargable.metastore import totals
+from sargable.metastore.hive import HiveDatabase, HiveTable, database_from_raw, database_raw
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import Database, TableDefinition
 from sargable.metastore.schema import (
@@ -109,14 +110,22 @@ def read_database(store: Store, name: str) -> Database:
         record = json.loads(raw)
         if not isinstance(record, dict) or record.get("name") != name or not isinstance(record.get("location"), str):
             raise ValueError(f"expected the name {name!r} and a location, got {record!r}")
+        hive = None if record.get("hive") is None else database_from_raw(record["hive"])
     except ValueError as exc:
         raise damaged(CATALOG, key, f"database {name}", exc) from None
-    return Database(record["name"], record["location"])
+    return Database(record["name"], record["location"], hive)
 
 
-def create_database(store: Store, warehouse: str, name: str, location: str | None, if_not_exists: bool) -> None:
+def create_database(
+    store: Store,
+    warehouse: str,
+    name: str,
+    location: str | None,
+    if_not_exists: bool,
+    hive: HiveDatabase | None = None,
+) -> None:
     """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`; a relative one is
-    resolved against the current directory now and stored absolute)."""
+    resolved against the current directory now and stored absolute); `hive` holds its Hive fields."""
     name = check_name("database", name)
     key = database_key(name)
     location = join_path(warehouse, f"{name}.db") if location is None else canonical(f"database {name}", location)
@@ -126,7 +135,10 @@ def create_database(store: Store, warehouse: str, name: str, location: str | Non
             if if_not_exists:
                 return
             raise AlreadyExistsError(f"database {name!r} already exists")
-        store.put(CATALOG, key, json.dumps({"name": name, "location": location}).encode())
+        record: dict[str, Any] = {"name": name, "location": location}
+        if hive is not None:
+            record["hive"] = database_raw(hive)
+        store.put(CATALOG, key, json.dumps(record).encode())
 
 
 def list_databases(store: Store) -> list[str]:
@@ -162,6 +174,8 @@ def create_table(
     if_not_exists: bool,
     index_all: bool,
     share_location: bool,
+    files_from_folders: bool = False,
+    hive: HiveTable | None = None,
 ) -> TableDefinition:
     """Create a table (validated before the transaction); with `if_not_exists`, the existing one's definition.
 
@@ -209,6 +223,8 @@ def create_table(
             location=table_location,
             properties=props,
             indexes=tuple(n for n, _ in pkeys[1:]) if index_all else (),
+            files_from_folders=files_from_folders,
+            hive=hive,
         )
         store.put(CATALOG, key, table.to_json())
         totals.start(store, table_id)

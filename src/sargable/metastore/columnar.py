@@ -10,9 +10,10 @@ columns
     location    string                   where its files live, as `Partition.location`
     parameters  map<string, string>      its parameters; NULL when it has none
 
-so a batch holds what the `Partition` objects of its page would, without a Python object per partition: the keys
-are decoded a page at a time (`sargable.keycolumns`), and names are formatted once per distinct value of each
-partition key (`value_to_name`, the function `Partition.name` uses), so both forms always agree.
+so a batch holds what the `Partition` objects of its page would (but their Hive fields, `Partition.hive`), without
+a Python object per partition: the keys are decoded a page at a time (`sargable.keycolumns`), and names are formatted
+once per distinct value of each partition key (`value_to_name`, the function `Partition.name` uses), so both forms
+always agree.
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ def record_batch(page: Page) -> pa.RecordBatch:
         pieces += [("/" if i else "") + escape_path_name(name) + "=", _value_names(column, dtype)]
     names = pc.binary_join_element_wise(*pieces, "")
     location = pc.binary_join_element_wise(table.location.rstrip("/") + "/", names, "")
-    locations, parameters = page.explicit()
-    if locations is not None:
-        location = pc.coalesce(pa.array(locations, pa.string()), location)
-    if parameters is not None:
-        params = pa.array([None if p is None else list(p.items()) for p in parameters], PARAMETERS_TYPE)
+    explicit = page.explicit() or ()
+    if any(location is not None for location, _, _ in explicit):
+        location = pc.coalesce(pa.array([e[0] for e in explicit], pa.string()), location)
+    if any(parameters for _, parameters, _ in explicit):
+        params = pa.array([list(e[1].items()) if e[1] else None for e in explicit], PARAMETERS_TYPE)
     else:
         params = pa.nulls(len(page), PARAMETERS_TYPE)
     values = pa.StructArray.from_arrays(columns, fields=list(schema.field("values").type))

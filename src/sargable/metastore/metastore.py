@@ -19,6 +19,7 @@ from sargable.metastore.access import FilterExplain
 from sargable.metastore.caches import Caches
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.files import path_key
+from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.partitions import PartitionSpec
 from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, open_schema
@@ -119,9 +120,17 @@ class Metastore:
 
     # ----------------------------------------------------------------------------------------- databases
 
-    def create_database(self, name: str, *, location: str | None = None, if_not_exists: bool = False) -> None:
-        """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`)."""
-        catalog.create_database(self._store, self.warehouse, name, location, if_not_exists)
+    def create_database(
+        self,
+        name: str,
+        *,
+        location: str | None = None,
+        if_not_exists: bool = False,
+        hive: HiveDatabase | None = None,
+    ) -> None:
+        """Create a database; its tables live under `location` (default `<warehouse>/<name>.db`); `hive` holds its
+        Hive fields (description, owner, parameters)."""
+        catalog.create_database(self._store, self.warehouse, name, location, if_not_exists, hive)
 
     def get_database(self, name: str) -> Database:
         """A database's record (raises NoSuchObjectError when missing)."""
@@ -148,8 +157,12 @@ class Metastore:
         if_not_exists: bool = False,
         index_all: bool = False,
         share_location: bool = False,
+        files_from_folders: bool = False,
+        hive: HiveTable | None = None,
     ) -> TableDefinition:
-        """Create a table; `index_all` adds a secondary index on every partition key but the first.
+        """Create a table; `index_all` adds a secondary index on every partition key but the first;
+        `files_from_folders` marks a table engines fill without registering files (see `TableDefinition`); `hive`
+        holds its Hive fields.
 
         The location (default `<database location>/<name>`) is stored absolute and canonical: a relative one is
         resolved against the current directory now, as Spark does, so every later command sees the same folder. A
@@ -168,6 +181,8 @@ class Metastore:
             if_not_exists=if_not_exists,
             index_all=index_all,
             share_location=share_location,
+            files_from_folders=files_from_folders,
+            hive=hive,
         )
 
     def get_table(self, database: str, name: str) -> TableDefinition:
@@ -214,9 +229,14 @@ class Metastore:
         *,
         if_not_exists: bool = False,
         locations: Sequence[str | None] | None = None,
+        parameters: Sequence[Mapping[str, str] | None] | None = None,
+        hive: Sequence[HivePartition | None] | None = None,
     ) -> int:
-        """Add partitions in one transaction; returns how many were added. All are validated before any write."""
-        return self.table(database, table).add_partitions(partitions, if_not_exists=if_not_exists, locations=locations)
+        """Add partitions in one transaction, each with its location, parameters and Hive fields when given; returns
+        how many were added. All are validated before any write."""
+        return self.table(database, table).add_partitions(
+            partitions, if_not_exists=if_not_exists, locations=locations, parameters=parameters, hive=hive
+        )
 
     def get_partitions_by_filter(
         self,
@@ -272,9 +292,12 @@ class Metastore:
         *,
         location: str | None = None,
         parameters: Mapping[str, str] | None = None,
+        hive: HivePartition | None = None,
     ) -> Partition:
-        """Set a partition's location and/or parameters."""
-        return self.table(database, table).alter_partition(partition, location=location, parameters=parameters)
+        """Set a partition's location, parameters and/or Hive fields (None: unchanged)."""
+        return self.table(database, table).alter_partition(
+            partition, location=location, parameters=parameters, hive=hive
+        )
 
     def drop_partitions(
         self, database: str, table: str, filter: str | Expr, *, dialect: str = "sql"

@@ -17,6 +17,7 @@ from sargable.keycolumns import decode_rows
 from sargable.keys import TupleCodec
 from sargable.metastore import files
 from sargable.metastore.access import AccessPath
+from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import index_keys
 from sargable.metastore.layout import IndexLayout, TableLayout, layout_of
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, parse_partition_name
@@ -117,16 +118,26 @@ def insert(
     locations: Sequence[str | None] | None,
     *,
     if_not_exists: bool,
+    parameters: Sequence[Mapping[str, str] | None] | None = None,
+    hive: Sequence[HivePartition | None] | None = None,
 ) -> int:
-    """Write partition rows and their index entries; returns how many were new (existing ones are an error unless
-    `if_not_exists`)."""
+    """Write partition rows (each with its location, parameters and Hive fields when given) and their index entries;
+    returns how many were new (existing ones are an error unless `if_not_exists`)."""
     layout = layout_of(table)
-    rows: dict[bytes, tuple[tuple[Any, ...], str | None]] = {}
+    rows: dict[bytes, tuple[tuple[Any, ...], bytes]] = {}
     for i, vals in enumerate(values):
         key = encode_key(table, vals, layout)
         if key in rows and not if_not_exists:
             raise AlreadyExistsError(f"partition {_name(table, vals)} is given twice")
-        rows[key] = (vals, locations[i] if locations is not None else None)
+        params = parameters[i] if parameters is not None else None
+        rows[key] = (
+            vals,
+            encode_partition_value(
+                locations[i] if locations is not None else None,
+                None if params is None else {str(k): str(v) for k, v in params.items()},
+                hive[i] if hive is not None else None,
+            ),
+        )
     key_list = list(rows)
     existing: list[bytes] = []
     for start in range(0, len(key_list), BATCH):
@@ -141,7 +152,7 @@ def insert(
         )
     for key in existing:
         del rows[key]
-    stored = {key: encode_partition_value(location, None) for key, (_, location) in rows.items()}
+    stored = {key: value for key, (_, value) in rows.items()}
     store.put_many(PARTITIONS, stored.items())
     for index in layout.indexes.values():
         store.put_many(INDEXES, [(index.key(vals), COVERED + stored[key]) for key, (vals, _) in rows.items()])
@@ -154,23 +165,26 @@ def alter(
     values: tuple[Any, ...],
     location: str | None,
     parameters: Mapping[str, str] | None,
+    hive: HivePartition | None = None,
 ) -> Partition:
-    """Set a partition's location and/or parameters (the table's row locked by the caller's transaction)."""
+    """Set a partition's location, parameters and/or Hive fields (the table's row locked by the caller's
+    transaction)."""
     key = encode_key(table, values)
     raw = store.get(PARTITIONS, key)
     if raw is None:
         raise NoSuchObjectError(f"partition {_name(table, values)} of {table.qualified_name} does not exist")
     try:
-        old_location, old_params = decode_partition_value(raw)
+        old_location, old_params, old_hive = decode_partition_value(raw)
     except DECODE_ERRORS as exc:
         raise damaged(PARTITIONS, key, f"partition {_name(table, values)}", exc) from None
     new_location = location if location is not None else old_location
     new_params = {str(k): str(v) for k, v in parameters.items()} if parameters is not None else old_params
-    stored = encode_partition_value(new_location, new_params)
+    new_hive = hive if hive is not None else old_hive
+    stored = encode_partition_value(new_location, new_params, new_hive)
     store.put(PARTITIONS, key, stored)
     for index_key in index_keys(table, values):
         store.put(INDEXES, index_key, COVERED + stored)
-    return Partition(table, values, new_location, new_params)
+    return Partition(table, values, new_location, new_params, new_hive)
 
 
 def delete(store: Store, table: TableDefinition, values: Sequence[tuple[Any, ...]]) -> TableStats:
@@ -189,7 +203,7 @@ def delete(store: Store, table: TableDefinition, values: Sequence[tuple[Any, ...
 
 class Page:
     """A page of partitions as the store returned them: their keys (of the primary keyspace or an index) and stored
-    values (location and parameters, empty for the common case), decoded on demand: as Python rows (`rows`,
+    values (location, parameters and Hive fields, empty for the common case), decoded on demand: as Python rows (`rows`,
     `partitions`) with the keys decoded a page at a time (`sargable.keycolumns`), or as Arrow columns
     (`sargable.metastore.columnar`)."""
 
@@ -238,41 +252,33 @@ class Page:
             self._values = decoded_values(self.table, self.keys, self.codec, self.offset, self.order, self.keyspace)
         return self._values
 
-    def explicit(self) -> tuple[list[str | None] | None, list[dict[str, str] | None] | None]:
-        """Each partition's explicit location and parameters (None where there are none), each list None when no
-        partition of the page has any."""
+    def explicit(self) -> list[tuple[str | None, dict[str, str], HivePartition | None]] | None:
+        """Each partition's stored value decoded: (location, parameters, Hive fields), None and empty where it has
+        none; None when no partition of the page has any (the common case)."""
         stored = self.stored
         if not any(stored):
-            return None, None
-        locations: list[str | None] = []
-        parameters: list[dict[str, str] | None] = []
+            return None
+        out = []
         for i, value in enumerate(stored):
-            if not value:
-                locations.append(None)
-                parameters.append(None)
-                continue
             try:
-                location, params = decode_partition_value(value)
+                out.append(decode_partition_value(value))
             except DECODE_ERRORS as exc:
                 raise damaged(self.keyspace, self.keys[i], f"a partition of {self.table.qualified_name}", exc) from None
-            locations.append(location)
-            parameters.append(params or None)
-        return (
-            locations if any(loc is not None for loc in locations) else None,
-            parameters if any(parameters) else None,
-        )
+        return out
 
     def rows(self) -> list[tuple[tuple[Any, ...], str | None, dict[str, str] | None]]:
         """`(values, location, parameters)` of each partition; location and parameters None where there are none
         (the default location is the table location plus the partition name)."""
-        locations, parameters = self.explicit()
-        nothing = repeat(None)
-        return list(zip(self.values(), locations or nothing, parameters or nothing))
+        explicit = self.explicit()
+        if explicit is None:
+            return [(values, None, None) for values in self.values()]
+        return [(values, e[0], e[1] or None) for values, e in zip(self.values(), explicit, strict=True)]
 
     def partitions(self) -> list[Partition]:
-        locations, parameters = self.explicit()
-        nothing = repeat(None)
-        return list(map(Partition, repeat(self.table), self.values(), locations or nothing, parameters or nothing))
+        explicit, table = self.explicit(), self.table
+        if explicit is None:
+            return list(map(Partition, repeat(table), self.values()))
+        return [Partition(table, values, *e) for values, e in zip(self.values(), explicit, strict=True)]
 
 
 def coalesced(pages: Iterable[Page], rows: int) -> Iterator[Page]:

@@ -8,16 +8,27 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from sargable.metastore.hive import (
+    HiveDatabase,
+    HivePartition,
+    HiveTable,
+    partition_from_raw,
+    partition_raw,
+    table_from_raw,
+    table_raw,
+)
 from sargable.metastore.names import partition_name
 from sargable.types import DataType, parse_type
 
 
 @dataclass(frozen=True)
 class Database:
-    """A database's record: its name and the location its tables default under."""
+    """A database's record: its name, the location its tables default under, and its Hive fields (None when it was
+    made without them)."""
 
     name: str
     location: str
+    hive: HiveDatabase | None = None
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,12 @@ class TableDefinition:
     """Partition keys with a secondary index, in creation order."""
     version: int = 0
     """Bumped by every commit; optimistic writers pass the version they read."""
+    files_from_folders: bool = False
+    """True for a table that engines fill without registering its files (one made through the Hive metastore API):
+    a scan lists the folder of each selected partition (or of the unpartitioned table) that has no file registered."""
+    hive: HiveTable | None = None
+    """The table's Hive fields (type, owner, times, storage descriptor, columns as written...; see
+    `sargable.metastore.hive`), None for a table made without them."""
 
     @property
     def qualified_name(self) -> str:
@@ -51,19 +68,23 @@ class TableDefinition:
         return [name for name, _ in self.partition_keys]
 
     def to_json(self) -> bytes:
-        return json.dumps(
-            {
-                "database": self.database,
-                "name": self.name,
-                "id": self.table_id,
-                "columns": [[n, str(t)] for n, t in self.columns],
-                "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
-                "location": self.location,
-                "properties": self.properties,
-                "indexes": list(self.indexes),
-                "version": self.version,
-            }
-        ).encode()
+        """The stored form; optional fields only when set, so a table without them is stored as before they were."""
+        raw: dict[str, Any] = {
+            "database": self.database,
+            "name": self.name,
+            "id": self.table_id,
+            "columns": [[n, str(t)] for n, t in self.columns],
+            "partition_keys": [[n, str(t)] for n, t in self.partition_keys],
+            "location": self.location,
+            "properties": self.properties,
+            "indexes": list(self.indexes),
+            "version": self.version,
+        }
+        if self.files_from_folders:
+            raw["files_from_folders"] = True
+        if self.hive is not None:
+            raw["hive"] = table_raw(self.hive)
+        return json.dumps(raw).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> TableDefinition:
@@ -78,6 +99,9 @@ class TableDefinition:
             raise ValueError(f"properties {properties!r} are not a map of strings")
         if not isinstance(indexes, list) or not all(isinstance(i, str) and i in key_names for i in indexes):
             raise ValueError(f"indexes {indexes!r} are not partition keys")
+        folders = raw.get("files_from_folders", False)
+        if not isinstance(folders, bool):
+            raise ValueError(f"files_from_folders {folders!r} is not a boolean")
         return cls(
             database=_field(raw, "database", str),
             name=_field(raw, "name", str),
@@ -88,6 +112,8 @@ class TableDefinition:
             properties=properties,
             indexes=tuple(indexes),
             version=_field(raw, "version", int, minimum=0),
+            files_from_folders=folders,
+            hive=None if raw.get("hive") is None else table_from_raw(raw["hive"]),
         )
 
 
@@ -136,9 +162,10 @@ def _columns(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, DataType], 
 
 
 class Partition:
-    """One partition: typed `values` in partition-key order, `spec`, Hive `name`, `location`, `parameters`."""
+    """One partition: typed `values` in partition-key order, `spec`, Hive `name`, `location`, `parameters`, and
+    its Hive fields `hive` (None when it has none)."""
 
-    __slots__ = ("_location", "_name", "_parameters", "table", "values")
+    __slots__ = ("_location", "_name", "_parameters", "hive", "table", "values")
 
     def __init__(
         self,
@@ -146,12 +173,14 @@ class Partition:
         values: tuple[Any, ...],
         location: str | None = None,
         parameters: dict | None = None,
+        hive: HivePartition | None = None,
     ) -> None:
         self.table = table
         self.values = values
         self._location = location
         self._name: str | None = None
         self._parameters = parameters or None
+        self.hive = hive
 
     @property
     def parameters(self) -> dict[str, str]:
@@ -190,6 +219,7 @@ class Partition:
             and self.values == other.values
             and self.location == other.location
             and self.parameters == other.parameters
+            and self.hive == other.hive
         )
 
     def __hash__(self) -> int:
@@ -199,21 +229,29 @@ class Partition:
         return f"Partition({self.table.qualified_name}/{self.name})"
 
 
-def encode_partition_value(location: str | None, parameters: dict[str, str] | None) -> bytes:
-    """Stored value of a partition row: empty for the common case (default location, no parameters)."""
-    if location is None and not parameters:
+def encode_partition_value(
+    location: str | None, parameters: dict[str, str] | None, hive: HivePartition | None = None
+) -> bytes:
+    """Stored value of a partition row: empty for the common case (default location, no parameters, no Hive
+    fields); the Hive fields only when set."""
+    if location is None and not parameters and hive is None:
         return b""
-    return json.dumps({"location": location, "parameters": parameters or {}}).encode()
+    raw: dict[str, Any] = {"location": location, "parameters": parameters or {}}
+    if hive is not None:
+        raw["hive"] = partition_raw(hive)
+    return json.dumps(raw).encode()
 
 
-def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str]]:
-    """(location, parameters) of a stored partition row; ValueError when the bytes are not what was written."""
+def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str], HivePartition | None]:
+    """(location, parameters, Hive fields) of a stored partition row; ValueError when the bytes are not what was
+    written."""
     if not data:
-        return None, {}
+        return None, {}, None
     raw = _object(data)
     location, parameters = raw.get("location"), raw.get("parameters") or {}
     if location is not None and not isinstance(location, str):
         raise ValueError(f"location {location!r} is not a string")
     if not _string_map(parameters):
         raise ValueError(f"parameters {parameters!r} are not a map of strings")
-    return location, parameters
+    hive = raw.get("hive")
+    return location, parameters, None if hive is None else partition_from_raw(hive)

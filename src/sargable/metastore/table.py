@@ -29,6 +29,7 @@ from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
 from sargable.metastore.columnar import BATCH_ROWS, arrow_table, record_batch
 from sargable.metastore.commit import CommitResult
+from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
 from sargable.metastore.partitions import Page, PartitionSpec, partition_values
 from sargable.metastore.records import Partition, TableDefinition, TableStats
@@ -108,6 +109,11 @@ class Table:
     def indexes(self) -> tuple[str, ...]:
         """The partition keys with a secondary index, in creation order."""
         return self.definition.indexes
+
+    @property
+    def files_from_folders(self) -> bool:
+        """Whether engines fill the table without registering files (see `TableDefinition.files_from_folders`)."""
+        return self.definition.files_from_folders
 
     def refresh(self) -> Table:
         """A handle of the table's current version."""
@@ -296,27 +302,38 @@ class Table:
         *,
         if_not_exists: bool = False,
         locations: Sequence[str | None] | None = None,
+        parameters: Sequence[Mapping[str, str] | None] | None = None,
+        hive: Sequence[HivePartition | None] | None = None,
     ) -> int:
-        """Add partitions in one transaction; returns how many were added. All are validated before any write."""
+        """Add partitions in one transaction, each with its location, parameters and Hive fields when given; returns
+        how many were added. All are validated before any write."""
         values = [partition_values(self.definition, spec) for spec in partitions]
-        if locations is not None and len(locations) != len(values):
-            raise MetastoreError(f"{len(locations)} locations given for {len(values)} partitions")
+        for given, what in ((locations, "locations"), (parameters, "parameters"), (hive, "Hive fields")):
+            if given is not None and len(given) != len(values):
+                raise MetastoreError(f"{len(given)} {what} given for {len(values)} partitions")
         with self._store.transaction():
             locked = lock_table(self._store, self.database, self.name, validated=self.definition)
-            added = partition_rows.insert(self._store, locked, values, locations, if_not_exists=if_not_exists)
+            added = partition_rows.insert(
+                self._store, locked, values, locations, if_not_exists=if_not_exists, parameters=parameters, hive=hive
+            )
             totals.change(self._store, locked, TableStats(added, 0, 0, 0))
             bump(self._store, locked)
         return added
 
     def alter_partition(
-        self, partition: PartitionSpec, *, location: str | None = None, parameters: Mapping[str, str] | None = None
+        self,
+        partition: PartitionSpec,
+        *,
+        location: str | None = None,
+        parameters: Mapping[str, str] | None = None,
+        hive: HivePartition | None = None,
     ) -> Partition:
-        """Set a partition's location and/or parameters."""
+        """Set a partition's location, parameters and/or Hive fields (None: unchanged)."""
         values = partition_values(self.definition, partition)
         partition_rows.encode_key(self.definition, values)
         with self._store.transaction():
             locked = lock_table(self._store, self.database, self.name, validated=self.definition)
-            changed = partition_rows.alter(self._store, locked, values, location, parameters)
+            changed = partition_rows.alter(self._store, locked, values, location, parameters, hive)
             bump(self._store, locked)
         return changed
 
