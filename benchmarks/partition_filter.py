@@ -23,6 +23,12 @@ than the budget runs once):
 - Spark: `ExternalCatalog.listPartitionsByFilter` of a Hive-enabled local session (embedded Derby metastore;
   partitions added with ALTER TABLE ADD PARTITION in batches), at the `--spark-sizes` (default 10,000) only.
 
+Listing (issue 19), after each size's table: the three listings users run daily (no filter, `country like 'U%'`,
+`hr = 3` through its index) side by side in one run, sargable SQLite as Partition objects and as Arrow record batches
+(`Table.partition_batches`), against the bare SQL scan of the same keys on the same SQLite file (`SELECT k, v` over the
+table's key range, or the index's range for `hr = 3`: what the store itself returns rows at) and deltalake with and
+without its open, with ratios.
+
 Peers include their open time. A peer is skipped at a size when its build, projected from the previous size, would
 take longer than `--peer-build-limit` seconds (default 600). Memory: a subprocess builds each sargable table
 (add_partitions in batches of 100,000) and another answers every filter; each reports its peak resident memory.
@@ -56,6 +62,8 @@ PER_DAY = 24 * len(COUNTRIES)
 DB, TABLE = "bench", "events"
 BATCH = 100_000
 MIN_RUNS, MAX_RUNS = 3, 25
+LISTING_FILTERS = ("no filter", "country like 'U%'", "hr = 3")
+"""The listings of the side-by-side listing table."""
 SELECTIVE_SHARE = 0.15
 """Filters returning at most this share of the table count as selective (the 10x target applies to them)."""
 
@@ -229,6 +237,29 @@ class Sargable:
             return len(list(self.ms.iter_partitions(DB, TABLE)))
         return len(self.ms.get_partitions_by_filter(DB, TABLE, f.sql))
 
+    def query_arrow(self, f: Filter) -> int:
+        """The listing as Arrow record batches (values, name, location, parameters)."""
+        return sum(batch.num_rows for batch in self.ms.table(DB, TABLE).partition_batches(f.sql))
+
+    def bare_sql(self, f: Filter) -> Callable[[], int]:
+        """The bare SQL scan of the keys the listing reads, on a SQLite connection of its own (SQLite only)."""
+        import sqlite3
+
+        from sargable import keys
+        from sargable.metastore.layout import layout_of
+        from sargable.metastore.schema import INDEXES, PARTITIONS
+        from sargable.store.base import TABLE_PREFIX
+
+        layout = layout_of(self.ms.table(DB, TABLE).definition)
+        if f.name == "hr = 3":
+            keyspace, prefix = INDEXES, layout.indexes["hr"].prefix + layout.indexes["hr"].codec.encode([3])
+        else:
+            keyspace, prefix = PARTITIONS, layout.prefix
+        connection = sqlite3.connect(self.url.removeprefix("sqlite:///"))
+        sql = f'SELECT k, v FROM "{TABLE_PREFIX}{keyspace}" WHERE k >= ? AND k < ? ORDER BY k'
+        bounds = (prefix, keys.prefix_end(prefix))
+        return lambda: len(connection.execute(sql, bounds).fetchall())
+
     def open_and_query(self, f: Filter) -> int:
         from sargable.metastore import Metastore
 
@@ -390,6 +421,14 @@ class DeltaLake(Peer):
 
         return measure(lambda: bool(DeltaTable(self.uri)), 2.0)[0]
 
+    def query_open(self, f: Filter) -> int:
+        """`query` on a table opened once (deltalake's already-open figure)."""
+        from deltalake import DeltaTable
+
+        if getattr(self, "table", None) is None:
+            self.table = DeltaTable(self.uri)
+        return len(self.table.file_uris(file_pruning_predicate=f.delta))
+
 
 class SparkHive(Peer):
     name = "spark hms"
@@ -462,6 +501,8 @@ class SizeResult:
     """(system, filter) -> (median ms, partitions returned, median CPU ms)."""
     notes: list[str] = field(default_factory=list)
     status: dict[str, str] = field(default_factory=dict)
+    listing: dict[tuple[str, str], tuple[float, int, float]] = field(default_factory=dict)
+    """The listing table's cells: (system, filter) -> as `cells`."""
 
 
 def fmt_ms(value: float) -> str:
@@ -507,6 +548,50 @@ def print_table(result: SizeResult, systems: list[str], peers: list[str]) -> Non
     )
     for note in result.notes:
         print(f"- {note}")
+
+
+LISTING_SYSTEMS = ("bare SQL scan", "sargable sqlite", "sargable arrow", "deltalake", "deltalake (open)")
+
+
+def print_listing(result: SizeResult) -> None:
+    """The listing table: sargable (Partition objects, Arrow batches) against the bare SQL scan and deltalake."""
+    cells = result.listing
+    if not cells:
+        return
+    print(f"\n### Listing, {result.size:,} partitions (sargable on SQLite)\n")
+    header = ["listing", "returned", *LISTING_SYSTEMS, "x bare (objects/arrow)", "x deltalake", "x deltalake (open)"]
+    lines = [header]
+    for name in LISTING_FILTERS:
+        expected = result.expected[name]
+        row = [name, f"{expected:,}"]
+        for system in LISTING_SYSTEMS:
+            cell = cells.get((system, name))
+            if cell is None:
+                row.append("-")
+            elif system == "bare SQL scan":
+                row.append(fmt_ms(cell[0]) + ("" if cell[1] == expected else f" ({cell[1]:,} keys)"))
+            else:
+                row.append(fmt_ms(cell[0]) + ("" if cell[1] == expected else f" (got {cell[1]}!)"))
+        times = {system: cells[(system, name)][0] for system in LISTING_SYSTEMS if (system, name) in cells}
+        ours = min((times[s] for s in ("sargable sqlite", "sargable arrow") if s in times), default=None)
+        bare = times.get("bare SQL scan")
+        if bare and "sargable sqlite" in times and "sargable arrow" in times:
+            row.append(f"{times['sargable sqlite'] / bare:.1f} / {times['sargable arrow'] / bare:.1f}")
+        else:
+            row.append("-")
+        for peer in ("deltalake", "deltalake (open)"):
+            row.append(f"{times[peer] / ours:.1f}x" if ours and peer in times else "-")
+        lines.append(row)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for n, line in enumerate(lines):
+        print("| " + " | ".join(text.ljust(width) for text, width in zip(line, widths)) + " |")
+        if n == 0:
+            print("|" + "|".join("-" * (width + 2) for width in widths) + "|")
+    print(
+        "\n'bare SQL scan' reads the keys sargable examines (all of them for the LIKE on the last key). "
+        "'x bare': sargable's time over the bare SQL scan (target <= 2); 'x deltalake': deltalake's "
+        "time over sargable's faster form (target >= 2 including its open; >= 10 for `hr = 3` already open)."
+    )
 
 
 def check_targets(results: list[SizeResult], peers: list[str]) -> None:
@@ -575,6 +660,7 @@ def main(argv: list[str] | None = None) -> None:
         for size in sizes:
             results.append(run_size(size, args, peer_names, spark_sizes, workdir, postgres, rates))
             print_table(results[-1], systems_of(results[-1]), [p for p in peer_label_list(peer_names)])
+            print_listing(results[-1])
             sys.stdout.flush()
             if args.json:
                 write_json(Path(args.json), results)
@@ -596,6 +682,10 @@ def write_json(path: Path, results: list[SizeResult]) -> None:
             ],
             "status": r.status,
             "notes": r.notes,
+            "listing": [
+                {"system": system, "filter": name, "ms": ms, "returned": returned, "cpu_ms": cpu_ms}
+                for (system, name), (ms, returned, cpu_ms) in r.listing.items()
+            ],
         }
         for r in results
     ]
@@ -655,6 +745,13 @@ def run_size(
                     result.cells[("sqlite open+query", f.name)] = measure(
                         lambda f=f, e=engine: e.open_and_query(f), args.budget
                     )
+                for f in filters():
+                    if f.name in LISTING_FILTERS:
+                        result.listing[("sargable sqlite", f.name)] = result.cells[(system, f.name)]
+                        result.listing[("sargable arrow", f.name)] = measure(
+                            lambda f=f, e=engine: e.query_arrow(f), args.budget
+                        )
+                        result.listing[("bare SQL scan", f.name)] = measure(engine.bare_sql(f), args.budget)
         except Exception:
             result.status[system] = "failed"
             result.notes.append(f"{system} failed: {traceback.format_exc(limit=3)}")
@@ -696,6 +793,11 @@ def run_size(
             )
             for f in filters():
                 result.cells[(cls.name, f.name)] = measure(lambda f=f, p=peer: p.query(f), args.budget)
+                if f.name in LISTING_FILTERS and isinstance(peer, DeltaLake):
+                    result.listing[(cls.name, f.name)] = result.cells[(cls.name, f.name)]
+                    result.listing[(f"{cls.name} (open)", f.name)] = measure(
+                        lambda f=f, p=peer: p.query_open(f), args.budget
+                    )
         except ImportError as exc:
             result.status[cls.name] = "not installed"
             result.notes.append(f"{cls.name}: not installed ({exc}); pip install 'sargable[bench]'")

@@ -394,7 +394,19 @@ def test_one_call_reads_one_snapshot(url: str) -> None:
                 commits.append(len(commits))
             yield row
 
+    real_scan_pages = reader.store.scan_pages
+
+    def scan_pages(keyspace: str, *args: Any, **kwargs: Any) -> Any:
+        seen = 0
+        for page in real_scan_pages(keyspace, *args, **kwargs):
+            if keyspace == PARTITIONS and seen <= 10 < seen + len(page) and len(commits) < calls:
+                writer.commit(DB, TABLE, add_files=_files(9, len(commits)))
+                commits.append(len(commits))
+            seen += len(page)
+            yield page
+
     reader.store.scan = scan  # type: ignore[method-assign]
+    reader.store.scan_pages = scan_pages  # type: ignore[method-assign]
     calls = 1
     names = reader.list_partition_names(DB, TABLE)
     assert commits == [0]
@@ -404,6 +416,7 @@ def test_one_call_reads_one_snapshot(url: str) -> None:
     assert commits == [0, 1]
     assert [p.values for p in parts if p.values[1] == 9] == [("a", 9, 0), ("z", 9, 0)]
     reader.store.scan = real_scan  # type: ignore[method-assign]
+    reader.store.scan_pages = real_scan_pages  # type: ignore[method-assign]
     assert len([n for n in reader.list_partition_names(DB, TABLE) if "w=9" in n]) == 4
     reader.close()
     writer.close()

@@ -72,6 +72,11 @@ class MemoryStore:
             yield key, self.items[key]
             index += 1
 
+    def scan_pages(self, keyspace, start=None, stop=None):
+        rows = list(self.scan(keyspace, start, stop))
+        for offset in range(0, len(rows), 3):
+            yield rows[offset : offset + 3]
+
     def multi_get(self, keyspace, wanted):
         return {k: self.items[k] for k in wanted if k in self.items}
 

@@ -15,15 +15,17 @@ from sargable.types import DataType, convert, format_value
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 
-_ESCAPED = frozenset([chr(c) for c in range(1, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
+ESCAPE_PATTERN = r"[\x01-\x1f\x7f\"#%'*/:=?\\{\[\]^]"
+"""The characters Hive escapes in a path segment, as a regular expression both `re` and RE2 (Arrow) read."""
+_ESCAPE_RE = re.compile(ESCAPE_PATTERN)
 _UNESCAPE_RE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
 def escape_path_name(text: str) -> str:
     """Escape a partition column name or value for a path segment, as Hive does."""
-    if not any(ch in _ESCAPED for ch in text):
+    if _ESCAPE_RE.search(text) is None:
         return text
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+    return _ESCAPE_RE.sub(lambda m: f"%{ord(m.group()):02X}", text)
 
 
 def unescape_path_name(text: str) -> str:

@@ -7,11 +7,14 @@ primary key order or a secondary index, and come back in primary key order eithe
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, TypeCoercionError
+from sargable.keycolumns import decode_rows
+from sargable.keys import TupleCodec
 from sargable.metastore import files
 from sargable.metastore.access import AccessPath
 from sargable.metastore.hive import HivePartition
@@ -27,12 +30,16 @@ from sargable.metastore.records import (
 )
 from sargable.metastore.schema import COVERED, DECODE_ERRORS, INDEXES, PARTITIONS, damaged, key_range
 from sargable.metastore.totals import NO_CHANGE, plus
-from sargable.plan import FilterPlan, execute
+from sargable.plan import FilterPlan, execute_pages
 from sargable.store import Store
+from sargable.store.base import MAX_PAGE
 from sargable.types import convert
 
 BATCH = 2000
 """Partition keys looked up per `multi_get`."""
+BATCH_MIN = 256
+"""Pages of at least this many keys are decoded at once (`sargable.keycolumns`, whose numpy set-up costs some tens of
+microseconds a page); shorter ones key by key."""
 
 PartitionSpec = Mapping[str, Any] | Sequence[Any] | str
 """A partition as callers give it: a dict of key -> value, the values in key order, or a Hive name."""
@@ -194,14 +201,159 @@ def delete(store: Store, table: TableDefinition, values: Sequence[tuple[Any, ...
 # ------------------------------------------------------------------------------------------------------- reads
 
 
+class Page:
+    """A page of partitions as the store returned them: their keys (of the primary keyspace or an index) and stored
+    values (location, parameters and Hive fields, empty for the common case), decoded on demand: as Python rows (`rows`,
+    `partitions`) with the keys decoded a page at a time (`sargable.keycolumns`), or as Arrow columns
+    (`sargable.metastore.columnar`)."""
+
+    __slots__ = ("_values", "codec", "keys", "keyspace", "offset", "order", "stored", "table")
+
+    def __init__(
+        self,
+        table: TableDefinition,
+        keys: Sequence[bytes],
+        stored: Sequence[bytes],
+        codec: TupleCodec,
+        offset: int,
+        order: list[int] | None = None,
+        keyspace: str = PARTITIONS,
+        values: list[tuple[Any, ...]] | None = None,
+    ) -> None:
+        self.table = table
+        self.keys = keys
+        """Each partition's key; its encoded tuple starts at `offset` (after the table's or index's prefix)."""
+        self.stored = stored
+        """Each partition's stored value (`encode_partition_value`)."""
+        self.codec = codec
+        self.offset = offset
+        self.order = order
+        """For index keys: the key field holding each partition key, in partition-key order (None: the same order)."""
+        self.keyspace = keyspace
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    def head(self, count: int) -> Page:
+        """The page's first `count` partitions."""
+        values = None if self._values is None else self._values[:count]
+        keys, stored = self.keys[:count], self.stored[:count]
+        return Page(self.table, keys, stored, self.codec, self.offset, self.order, self.keyspace, values)
+
+    @property
+    def decoded_values(self) -> list[tuple[Any, ...]] | None:
+        """The values when they are decoded already (None: only the keys are)."""
+        return self._values
+
+    def values(self) -> list[tuple[Any, ...]]:
+        """Each partition's typed values, in partition-key order."""
+        if self._values is None:
+            self._values = decoded_values(self.table, self.keys, self.codec, self.offset, self.order, self.keyspace)
+        return self._values
+
+    def explicit(self) -> list[tuple[str | None, dict[str, str], HivePartition | None]] | None:
+        """Each partition's stored value decoded: (location, parameters, Hive fields), None and empty where it has
+        none; None when no partition of the page has any (the common case)."""
+        stored = self.stored
+        if not any(stored):
+            return None
+        out = []
+        for i, value in enumerate(stored):
+            try:
+                out.append(decode_partition_value(value))
+            except DECODE_ERRORS as exc:
+                raise damaged(self.keyspace, self.keys[i], f"a partition of {self.table.qualified_name}", exc) from None
+        return out
+
+    def rows(self) -> list[tuple[tuple[Any, ...], str | None, dict[str, str] | None]]:
+        """`(values, location, parameters)` of each partition; location and parameters None where there are none
+        (the default location is the table location plus the partition name)."""
+        explicit = self.explicit()
+        if explicit is None:
+            return [(values, None, None) for values in self.values()]
+        return [(values, e[0], e[1] or None) for values, e in zip(self.values(), explicit, strict=True)]
+
+    def partitions(self) -> list[Partition]:
+        explicit, table = self.explicit(), self.table
+        if explicit is None:
+            return list(map(Partition, repeat(table), self.values()))
+        return [Partition(table, values, *e) for values, e in zip(self.values(), explicit, strict=True)]
+
+
+def coalesced(pages: Iterable[Page], rows: int) -> Iterator[Page]:
+    """Consecutive pages of one listing joined into pages of at least `rows` partitions (the last may hold fewer):
+    for consumers that pay a cost per page (Arrow record batches)."""
+    held: list[Page] = []
+    count = 0
+    for page in pages:
+        held.append(page)
+        count += len(page)
+        if count >= rows:
+            yield _joined(held)
+            held, count = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(pages: list[Page]) -> Page:
+    """One page of several pages of one listing (same key schema), in their order."""
+    if len(pages) == 1:
+        return pages[0]
+    first = pages[0]
+    keys = [key for page in pages for key in page.keys]
+    stored = [value for page in pages for value in page.stored]
+    decoded = any(page.decoded_values is not None for page in pages)
+    values = [row for page in pages for row in page.values()] if decoded else None
+    return Page(first.table, keys, stored, first.codec, first.offset, first.order, first.keyspace, values)
+
+
+def decoded_values(
+    table: TableDefinition,
+    keys: Sequence[bytes],
+    codec: TupleCodec,
+    offset: int,
+    order: list[int] | None,
+    keyspace: str,
+) -> list[tuple[Any, ...]]:
+    """The typed values of a page of keys (a long page decoded at once); a key that doesn't decode is a
+    DamagedMetastoreError naming it."""
+    try:
+        if len(keys) >= BATCH_MIN:
+            return decode_rows(keys, codec, offset, order)
+        decode = codec.decode
+        if order is None:
+            return [decode(key[offset:]) for key in keys]
+        return [tuple(row[i] for i in order) for row in (decode(key[offset:]) for key in keys)]
+    except DECODE_ERRORS:
+        for key in keys:
+            try:
+                codec.decode(key[offset:])
+            except DECODE_ERRORS as exc:
+                raise damaged(keyspace, key, f"a partition key of {table.qualified_name}", exc) from None
+        raise
+
+
 def count(store: Store, table: TableDefinition) -> int:
     return store.count(PARTITIONS, *key_range(layout_of(table).prefix))
 
 
+def _primary_page(table: TableDefinition, layout: TableLayout, rows: list[tuple[bytes, bytes]]) -> Page:
+    assert layout.codec is not None
+    keys, stored = zip(*rows) if rows else ((), ())
+    return Page(table, keys, stored, layout.codec, layout.size)
+
+
+def pages_all(store: Store, table: TableDefinition) -> Iterator[Page]:
+    """Every partition of the table, in key order, a store page at a time."""
+    layout = layout_of(table)
+    for rows in store.scan_pages(PARTITIONS, *key_range(layout.prefix)):
+        yield _primary_page(table, layout, rows)
+
+
 def scan_all(store: Store, table: TableDefinition) -> Iterator[Partition]:
     """Every partition of the table, in key order."""
-    layout = layout_of(table)
-    return _from_rows(table, layout, store.scan(PARTITIONS, *key_range(layout.prefix)))
+    return chain.from_iterable(page.partitions() for page in pages_all(store, table))
 
 
 def by_names(store: Store, table: TableDefinition, names: Iterable[Any]) -> list[Partition]:
@@ -212,20 +364,26 @@ def by_names(store: Store, table: TableDefinition, names: Iterable[Any]) -> list
     for start in range(0, len(wanted), BATCH):
         batch = wanted[start : start + BATCH]
         found = store.multi_get(PARTITIONS, batch)
-        out.extend(_from_rows(table, layout, ((k, found[k]) for k in batch if k in found)))
+        out.extend(_primary_page(table, layout, [(k, found[k]) for k in batch if k in found]).partitions())
     return out
 
 
 def run(store: Store, table: TableDefinition, path: AccessPath) -> Iterator[Partition]:
     """The partitions an access path selects, in primary key order."""
+    return chain.from_iterable(page.partitions() for page in run_pages(store, table, path))
+
+
+def run_pages(store: Store, table: TableDefinition, path: AccessPath) -> Iterator[Page]:
+    """The partitions an access path selects, in primary key order, a page at a time."""
     layout = layout_of(table)
     scans = path.plan.scans
     if path.index is None and len(scans) == 1 and scans[0].is_get and scans[0].key_filter is None:
         yield from _get_one(store, table, layout, scans[0].start.values, path)  # type: ignore[union-attr]
         return
     if path.index is None:
-        rows = execute(path.plan, store, PARTITIONS, list(table.partition_keys), prefix=path.prefix, stats=path.stats)
-        yield from _from_rows(table, layout, rows)
+        columns = list(table.partition_keys)
+        for rows in execute_pages(path.plan, store, PARTITIONS, columns, prefix=path.prefix, stats=path.stats):
+            yield _primary_page(table, layout, rows)
         return
     index = layout.indexes[path.index]
     if path.groups is not None and len(path.groups) == 1:
@@ -233,32 +391,23 @@ def run(store: Store, table: TableDefinition, path: AccessPath) -> Iterator[Part
         return
     codec = layout.codec
     assert codec is not None
-    if path.groups is None:
-        found = list(_from_index(store, table, layout, index, path.plan, path))
-        found.sort(key=lambda p: codec.encode(p.values))
-        yield from found
-        return
-    streams = [_from_index(store, table, layout, index, group, path) for group in path.groups]
-    yield from heapq.merge(*streams, key=lambda p: codec.encode(p.values))
-
-
-def _from_rows(table: TableDefinition, layout: TableLayout, rows: Iterable[tuple[bytes, bytes]]) -> Iterator[Partition]:
-    """Partitions from their rows (key, stored value) in the partitions keyspace."""
-    decode, size = layout.codec.decode, layout.size  # type: ignore[union-attr]
-    for key, value in rows:
-        try:
-            if value:
-                partition = Partition(table, decode(key[size:]), *decode_partition_value(value))
-            else:
-                partition = Partition(table, decode(key[size:]))
-        except DECODE_ERRORS as exc:
-            raise damaged(PARTITIONS, key, f"a partition of {table.qualified_name}", exc) from None
-        yield partition
+    groups = [path.plan] if path.groups is None else path.groups
+    found = [
+        (layout.key(values), values, stored)
+        for group in groups
+        for page in _from_index(store, table, layout, index, group, path)
+        for values, stored in zip(page.values(), page.stored, strict=True)
+    ]
+    found.sort(key=itemgetter(0))
+    for start in range(0, len(found), MAX_PAGE):
+        chunk = found[start : start + MAX_PAGE]
+        keys = [key for key, _, _ in chunk]
+        yield Page(table, keys, [s for _, _, s in chunk], codec, layout.size, values=[v for _, v, _ in chunk])
 
 
 def _get_one(
     store: Store, table: TableDefinition, layout: TableLayout, values: tuple[Any, ...], path: AccessPath
-) -> Iterator[Partition]:
+) -> Iterator[Page]:
     """The partition with these values, if it exists: one point read (a one-Get plan)."""
     stats = path.stats
     stats.gets += 1
@@ -267,7 +416,7 @@ def _get_one(
     if value is not None:
         stats.keys_examined += 1
         stats.keys_returned += 1
-        yield from _from_rows(table, layout, [(key, value)])
+        yield _primary_page(table, layout, [(key, value)])
 
 
 def _from_index(
@@ -277,25 +426,36 @@ def _from_index(
     index: IndexLayout,
     plan: FilterPlan,
     path: AccessPath,
-) -> Iterator[Partition]:
-    """Partitions from the index entries a plan selects, in index key order."""
-    values_of = index.values
-    rows = execute(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats)
-    for key, value in rows:
-        try:
-            values = values_of(key)
-            if value == COVERED:
-                partition = Partition(table, values)
-            elif value[:1] == COVERED:
-                partition = Partition(table, values, *decode_partition_value(value[1:]))
-            else:
-                partition = None
-        except DECODE_ERRORS as exc:
-            raise damaged(INDEXES, key, f"an index entry of {table.qualified_name}", exc) from None
-        if partition is None:
-            row_key = layout.key(values)
-            raw = store.get(PARTITIONS, row_key)
-            if raw is None:
-                continue
-            partition = next(_from_rows(table, layout, [(row_key, raw)]))
-        yield partition
+) -> Iterator[Page]:
+    """Partitions from the index entries a plan selects, in index key order, a page at a time. An entry holds the
+    partition row's value after the COVERED marker; one written without it is looked up in the partitions."""
+    position = index.position
+    order = [*range(1, position + 1), 0, *range(position + 1, len(index.columns))]
+    for rows in execute_pages(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats):
+        keys = [row[0] for row in rows]
+        entries = [row[1] for row in rows]
+        if entries.count(COVERED) == len(entries):
+            yield Page(table, keys, [b""] * len(entries), index.codec, index.size, order, INDEXES)
+            continue
+        stored = [value[1:] for value in entries]
+        page = Page(table, keys, stored, index.codec, index.size, order, INDEXES)
+        if all(value[:1] == COVERED for value in entries):
+            yield page
+            continue
+        kept_values, kept_keys, kept_stored = [], [], []
+        legacy = {}
+        for i, (_, value) in enumerate(rows):
+            if value[:1] != COVERED:
+                legacy[i] = layout.key(page.values()[i])
+        found = store.multi_get(PARTITIONS, list(legacy.values())) if legacy else {}
+        for i, values in enumerate(page.values()):
+            if i in legacy:
+                raw = found.get(legacy[i])
+                if raw is None:
+                    continue
+                stored[i] = raw
+            kept_values.append(values)
+            kept_keys.append(keys[i])
+            kept_stored.append(stored[i])
+        if kept_values:
+            yield Page(table, kept_keys, kept_stored, index.codec, index.size, order, INDEXES, kept_values)

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Any
 
+import pyarrow as pa
+
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
 from sargable.expr.bound import unbound_expr
@@ -25,10 +27,11 @@ from sargable.metastore import totals
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
+from sargable.metastore.columnar import BATCH_ROWS, arrow_table, record_batch
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
-from sargable.metastore.partitions import PartitionSpec, partition_values
+from sargable.metastore.partitions import Page, PartitionSpec, partition_values
 from sargable.metastore.records import Partition, TableDefinition, TableStats
 from sargable.plan import FilterPlan
 from sargable.scan import KeySet, Scan, plan_scan
@@ -161,6 +164,37 @@ class Table:
         path = choose_access_path(self._store, definition, self._plans(definition, filter, dialect))
         return partition_rows.run(self._store, definition, path)
 
+    def _pages(self, filter: FilterArg | None, dialect: str) -> Iterator[Page]:
+        definition = self.definition
+        if filter is None:
+            return partition_rows.pages_all(self._store, definition)
+        path = choose_access_path(self._store, definition, self._plans(definition, filter, dialect))
+        return partition_rows.run_pages(self._store, definition, path)
+
+    def partition_rows(
+        self, filter: FilterArg | None = None, *, limit: int | None = None, dialect: str = "sql"
+    ) -> Iterator[list[tuple[tuple[Any, ...], str | None, dict[str, str] | None]]]:
+        """Partitions satisfying `filter` as pages (lists) of `(values, location, parameters)` tuples, in key order,
+        at most `limit` in all: no `Partition` object per row. `location` is None when it is the default (the table
+        location plus the partition name) and `parameters` None when there are none. Pages read as `iter_partitions`
+        does (one snapshot inside `Metastore.snapshot`)."""
+        return (page.rows() for page in _limited(self._pages(filter, dialect), _checked_limit(limit)))
+
+    def partition_batches(
+        self, filter: FilterArg | None = None, *, limit: int | None = None, dialect: str = "sql"
+    ) -> Iterator[pa.RecordBatch]:
+        """Partitions satisfying `filter` as pyarrow record batches of their values, names, locations and parameters
+        (`sargable.metastore.columnar`), in key order, at most `limit` in all. Pages read as `iter_partitions` does
+        (one snapshot inside `Metastore.snapshot`)."""
+        pages = _limited(self._pages(filter, dialect), _checked_limit(limit))
+        return map(record_batch, partition_rows.coalesced(pages, BATCH_ROWS))
+
+    def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> pa.Table:
+        """The partitions satisfying `filter` as one pyarrow Table (the batches of `partition_batches`), from one
+        snapshot."""
+        with self._reading():
+            return arrow_table(self.definition, self.partition_batches(filter, dialect=dialect))
+
     def partitions(
         self, filter: FilterArg | None = None, *, max_parts: int | None = None, dialect: str = "sql"
     ) -> list[Partition]:
@@ -206,7 +240,7 @@ class Table:
     def partition_names(self) -> list[str]:
         """Every partition's Hive name, in key order."""
         with self._reading():
-            return [p.name for p in partition_rows.scan_all(self._store, self.definition)]
+            return [name for batch in self.partition_batches() for name in batch["name"].to_pylist()]
 
     def count_partitions(self) -> int:
         """The number of partitions (counted in the store, none decoded)."""
@@ -375,6 +409,27 @@ class Table:
                 notes=notes,
                 ignore_stats=ignore_stats,
             )
+
+
+def _checked_limit(limit: Any) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise MetastoreError(f"limit must be a non-negative integer or None, got {limit!r}")
+    return limit
+
+
+def _limited(pages: Iterator[Page], limit: int | None) -> Iterator[Page]:
+    """The pages up to `limit` partitions in all (the last one cut)."""
+    if limit is None:
+        yield from pages
+        return
+    left = limit
+    for page in pages:
+        if left <= 0:
+            return
+        if len(page) > left:
+            page = page.head(left)
+        left -= len(page)
+        yield page
 
 
 def _partition_filter(definition: TableDefinition, filter: Any, dialect: str) -> BoundFilter:

@@ -1,7 +1,8 @@
 """Running a `FilterPlan` over an ordered key-value store, and `explain` with what it cost.
 
-Ranges become byte bounds under the table's key prefix (`scan_bounds`); consecutive Gets are fetched in
-`multi_get` batches. The plan's scans are sorted and disjoint, so results come out in key order without sorting.
+Ranges become byte bounds under the table's key prefix (`scan_bounds`), read a store page at a time; consecutive
+Gets are fetched in `multi_get` batches. The plan's scans are sorted and disjoint, so results come out in key order
+without sorting.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from sargable import keys
 from sargable.errors import SargableError
@@ -113,6 +115,20 @@ def execute(
 
     Keys are `prefix + encoded key`; `key_columns` default to the plan's.
     """
+    return chain.from_iterable(execute_pages(plan, store, keyspace, key_columns, prefix=prefix, stats=stats))
+
+
+def execute_pages(
+    plan: FilterPlan,
+    store: Store,
+    keyspace: str,
+    key_columns: Sequence[tuple[str, DataType | str]] | None = None,
+    *,
+    prefix: bytes = b"",
+    stats: ExecutionStats | None = None,
+) -> Iterator[list[tuple[bytes, bytes]]]:
+    """As `execute`, in lists of `(key, value)` pairs (the store's pages, filtered; none empty): for callers that
+    decode many keys at once."""
     columns = _check(plan, key_columns, prefix)
     return _run(plan, store, keyspace, columns, prefix, stats if stats is not None else ExecutionStats())
 
@@ -124,7 +140,7 @@ def _run(
     columns: tuple[tuple[str, DataType], ...],
     prefix: bytes,
     stats: ExecutionStats,
-) -> Iterator[tuple[bytes, bytes]]:
+) -> Iterator[list[tuple[bytes, bytes]]]:
     began = time.perf_counter()
     types = [t for _, t in columns]
     offset = len(prefix)
@@ -156,11 +172,13 @@ def _run(
                 continue
             stats.ranges_scanned += 1
             test = key_test(scan)
-            for key, value in store.scan(keyspace, start, stop):
-                stats.keys_examined += 1
-                if test is None or test(key):
-                    stats.keys_returned += 1
-                    yield key, value
+            for page in store.scan_pages(keyspace, start, stop):
+                stats.keys_examined += len(page)
+                if test is not None:
+                    page = [row for row in page if test(row[0])]
+                if page:
+                    stats.keys_returned += len(page)
+                    yield page
         if pending:
             yield from _fetch(store, keyspace, pending, stats)
     finally:
@@ -169,17 +187,20 @@ def _run(
 
 def _fetch(
     store: Store, keyspace: str, pending: list[tuple[bytes, KeyTest | None]], stats: ExecutionStats
-) -> Iterator[tuple[bytes, bytes]]:
+) -> Iterator[list[tuple[bytes, bytes]]]:
     stats.gets += len(pending)
     found = store.multi_get(keyspace, [key for key, _ in pending])
+    page = []
     for key, test in pending:
         value = found.get(key)
         if value is None:
             continue
         stats.keys_examined += 1
         if test is None or test(key):
-            stats.keys_returned += 1
-            yield key, value
+            page.append((key, value))
+    if page:
+        stats.keys_returned += len(page)
+        yield page
 
 
 def explain(

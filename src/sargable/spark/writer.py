@@ -168,8 +168,10 @@ def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns:
 
     Timestamp columns that Spark wrote as INT96 (its default `spark.sql.parquet.outputTimestampType`, left as the
     session has it) have no usable footer statistics: those columns' statistics are computed from their data (only
-    theirs are read).
+    theirs are read). Spark writes INT96 for timestamps only, so a table without a timestamp column skips the check
+    (a second open of every footer).
     """
+    timestamps = any(dtype.name == "timestamp" for _, dtype in columns)
 
     def task(index: int) -> bytes:
         import pyarrow.parquet as pq
@@ -178,7 +180,7 @@ def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns:
 
         staged, final, spec, size = items[index]
         stats = stats_from_parquet(staged, list(columns))
-        int96 = {c.name for c in pq.ParquetFile(staged).schema if c.physical_type == "INT96"}
+        int96 = {c.name for c in pq.ParquetFile(staged).schema if c.physical_type == "INT96"} if timestamps else set()
         typed = [(name, dtype) for name, dtype in columns if name in int96]
         if typed:
             data = pq.read_table(staged, columns=[name for name, _ in typed], coerce_int96_timestamp_unit="us")
