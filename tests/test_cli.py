@@ -6,8 +6,11 @@ import contextlib
 import datetime as dt
 import io
 import json
+import os
+import re
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -314,3 +317,40 @@ def test_store_errors_are_one_line(capsys, tmp_path) -> None:
         code, out, err = run(capsys, "--metastore", url, "tables")
         assert code == 1 and out == ""
         assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+
+
+# -- rich output: data strings are text, never markup ----------------------------------------------------------
+
+
+def test_explain_shows_the_plan_exactly(capsys, monkeypatch, metastore_url) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    with Metastore.open(metastore_url) as ms:
+        ms.add_partitions("sales", "events", [{"ds": f"2024-01-0{d}", "hr": h} for d in range(1, 8) for h in (1, 2)])
+        where = "ds between '2024-01-03' and '2024-01-05' and hr = 1 and amount > 3"
+        plan = str(ms.table("sales", "events").scan(where).partition_search.plan)
+    assert "[" in plan and "]" in plan
+    code, out, err = run(capsys, "--metastore", metastore_url, "explain", "sales.events", where)
+    assert code == 0, err
+    assert f"│ {plan} " in out
+    (elapsed,) = [line for line in out.splitlines() if "elapsed ms" in line]
+    assert re.search(r"│ \d[\d,]*\.\d{3} +│$", elapsed), elapsed
+    assert "[]" not in out and "{" not in out
+
+
+@given(st.text(alphabet="[]/=ab \\", min_size=1, max_size=12))
+@settings(max_examples=25, deadline=None)
+def test_partition_values_and_locations_print_as_they_are(value: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        location = f"{tmp}/[bold]t[/bold]"
+        url = f"sqlite:///{tmp}/m.db"
+        with Metastore.open(url, warehouse=tmp, create=True) as ms:
+            ms.create_database("d")
+            ms.create_table("d", "t", [("x", "int")], [("k", "string")], location=location)
+            ms.add_partitions("d", "t", [{"k": value}])
+            (part,) = ms.get_partitions_by_filter("d", "t", None)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, {"COLUMNS": "400"}):
+            assert main(["--metastore", url, "partitions", "d.t"]) == 0
+            assert main(["--metastore", url, "tables"]) == 0
+        text = out.getvalue()
+        assert f"│ {part.name} " in text and f" {part.location} " in text and f" {location} " in text

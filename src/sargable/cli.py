@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from sargable.errors import AlreadyExistsError, FilterSyntaxError, NoSuchObjectError, SargableError
 from sargable.expr import bind, normalize, parse, render, to_sarg
@@ -96,25 +97,41 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, default=str))
 
 
+def _cell(value: Any) -> Text:
+    """A value as plain text for rich (never read as markup: `[`, `]` occur in filters, plans, names, paths and
+    partition values): integers with thousands separators, floats to three decimals, lists one item per line."""
+    if isinstance(value, bool) or value is None:
+        return Text(str(value))
+    if isinstance(value, int):
+        return Text(f"{value:,}")
+    if isinstance(value, float):
+        return Text(f"{value:,.3f}")
+    if isinstance(value, list | tuple):
+        return Text("\n".join(_cell(item).plain for item in value) or "-")
+    if isinstance(value, dict):
+        return Text(", ".join(f"{k.replace('_', ' ')} {_cell(v).plain}" for k, v in value.items() if v is not None))
+    return Text(str(value))
+
+
 def _print_mapping(console: Console, title: str, data: dict[str, Any]) -> None:
-    table = Table(title=title, show_header=False)
+    table = Table(title=Text(title), show_header=False)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key, value in data.items():
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(Text(key.replace("_", " ")), _cell(value))
     console.print(table)
 
 
 def _print_rows(console: Console, rows: list[dict[str, Any]], *, title: str, right: Sequence[str] = ()) -> None:
     """Rows as a table; the first column and the `right` (numeric, right-aligned) ones are never wrapped."""
-    table = Table(title=f"{title} ({len(rows)} rows)")
+    table = Table(title=Text(f"{title} ({len(rows):,} rows)"))
     for n, column in enumerate(rows[0] if rows else ["(none)"]):
         numeric = column in right
         table.add_column(
             column.replace("_", " "), overflow="fold", justify="right" if numeric else "left", no_wrap=numeric or n == 0
         )
     for row in rows:
-        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
+        table.add_row(*(_cell(v) for v in row.values()))
     console.print(table)
 
 
@@ -377,7 +394,7 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
     if kept:
         _print_rows(console, kept, title=f"{args.table}: left alone")
     if not files:
-        console.print(f"{args.table}: no unreferenced files older than {args.older_than:g} s")
+        console.print(Text(f"{args.table}: no unreferenced files older than {args.older_than:g} s"))
         return
     _print_rows(console, [{"file": path} for path in files], title=f"{args.table}: unreferenced files")
     console.print("deleted" if args.delete else "a dry run: --delete deletes them")

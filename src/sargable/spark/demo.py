@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from sargable.deletion import Deleter
@@ -181,7 +182,9 @@ def _build(spark: Any, ms: Metastore, console: Console) -> None:
         ms.drop_table(DATABASE, name)
         left = deleter.clear(deleter.location)
         if left:
-            console.print(f"{table.qualified_name}: {len(left)} files left in place, e.g. {left[0][0]}: {left[0][1]}")
+            console.print(
+                escape(f"{table.qualified_name}: {len(left)} files left in place, e.g. {left[0][0]}: {left[0][1]}")
+            )
     ms.create_database(DATABASE, if_not_exists=True)
     dims = _dimensions(spark)
     started = time.perf_counter()
@@ -243,7 +246,7 @@ def _queries(results: list[DemoResult]) -> RichTable:
     table.add_column(justify="right")
     table.add_column()
     for index, result in enumerate(results, 1):
-        table.add_row(str(index), f"{result.title}: [bold]{result.where}[/bold]")
+        table.add_row(str(index), f"{escape(result.title)}: [bold]{escape(result.where)}[/bold]")
     return table
 
 
@@ -299,7 +302,7 @@ def run_demo(
         if rebuild or not _ready(ms):
             _build(spark, ms, console)
         else:
-            console.print(f"reusing the demo warehouse in {root} (run with rebuild=True to build it again)")
+            console.print(escape(f"reusing the demo warehouse in {root} (run with rebuild=True to build it again)"))
         dims = {name: read(spark, f"demo.{name}", metastore=ms).cache() for name in ("dates", "stores", "items")}
         location = ms.get_table(DATABASE, "sales").location
         with console.status("warming up the JVM"):
