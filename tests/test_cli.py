@@ -338,7 +338,7 @@ def test_explain_shows_the_plan_exactly(capsys, monkeypatch, metastore_url) -> N
 
 
 @given(st.text(alphabet="[]/=ab \\", min_size=1, max_size=12))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=10, deadline=None)
 def test_partition_values_and_locations_print_as_they_are(value: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         location = f"{tmp}/[bold]t[/bold]"
@@ -353,4 +353,27 @@ def test_partition_values_and_locations_print_as_they_are(value: str) -> None:
             assert main(["--metastore", url, "partitions", "d.t"]) == 0
             assert main(["--metastore", url, "tables"]) == 0
         text = out.getvalue()
-        assert f"│ {part.name} " in text and f" {part.location} " in text and f" {location} " in text
+        assert f"│ {part.name} " in text and f" {part.location} " in text and f" {location}\n" in text
+
+
+def test_tables_fit_80_columns_and_wide_shows_everything(capsys, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    location = str(tmp_path / ("deep/" * 12) / "[web]" / "events_by_day_and_hour")
+    with Metastore.open(url, warehouse=tmp_path, create=True) as ms:
+        ms.create_database("sales")
+        ms.create_table("sales", "events", [("x", "int")], [("ds", "date"), ("hr", "int")], location=location)
+        ms.create_index("sales", "events", "hr")
+        ms.add_partitions("sales", "events", [{"ds": "2024-01-01", "hr": h} for h in range(1234)])
+    code, out, err = run(capsys, "--metastore", url, "tables")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert max(len(header), len(row)) <= 80
+    assert header.split() == ["table", "partition", "keys", "partitions", "files", "size", "location"]
+    assert row.startswith("sales.events  ds date, hr int") and " 1,234 " in row
+    shortened = row.split()[-1]
+    head, tail = shortened.split("…")
+    assert location.startswith(head) and location.endswith(tail) and len(head) >= 5 and len(tail) >= 10
+    code, out, _ = run(capsys, "--metastore", url, "tables", "--wide")
+    header, row = out.splitlines()
+    assert "indexes" in header and row.endswith(f"  hr       {location}")

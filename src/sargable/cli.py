@@ -214,9 +214,76 @@ def cmd_tables(args: argparse.Namespace, console: Console) -> None:
     if args.json:
         _print_json(rows)
         return
-    columns = ("table", "partition_keys", "partitions", "files", "size", "indexes", "location")
+    columns = (
+        "table",
+        "partition_keys",
+        "partitions",
+        "files",
+        "size",
+        *(("indexes",) if args.wide else ()),
+        "location",
+    )
     shown = [{c: _human_bytes(row["bytes"]) if c == "size" else row[c] for c in columns} for row in rows]
-    _print_rows(console, shown, title="tables", right=("partitions", "files", "size"))
+    _print_listing(console, shown, right=("partitions", "files", "size"), wide=args.wide)
+
+
+_MIN_LAST, _MIN_TEXT = 20, 12
+"""The narrowest the last column (a location) and another text column (not the first) of a listing are shortened
+to; below them, the listing is wider than the terminal."""
+
+
+def _print_listing(
+    console: Console, rows: list[dict[str, Any]], *, right: Sequence[str] = (), wide: bool = False
+) -> None:
+    """Rows one line each, as `kubectl get` and `gh` print them: columns two spaces apart, nothing wraps. To fit the
+    terminal the widest text columns but the first are shortened: the last (a location) in the middle, others at
+    their end. `wide` prints everything (lines as long as the data)."""
+    if not rows:
+        console.print("(none)")
+        return
+    header = [column.replace("_", " ") for column in rows[0]]
+    cells = [[_cell(v).plain.replace("\n", ", ") for v in row.values()] for row in rows]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
+    if not wide:
+        last = len(widths) - 1
+        floors = [
+            width if i == 0 or column in right else min(width, _MIN_LAST if i == last else max(_MIN_TEXT, len(name)))
+            for i, (column, name, width) in enumerate(zip(rows[0], header, widths))
+        ]
+        _fit(widths, floors, console.width - 2 * last)
+        cells = [
+            [
+                *(_shorten_end(cell, width) for cell, width in zip(line[:-1], widths)),
+                _shorten_middle(line[-1], widths[-1]),
+            ]
+            for line in cells
+        ]
+    aligned = [str.rjust if column in right else str.ljust for column in rows[0]]
+    for n, line in enumerate([header, *cells]):
+        text = "  ".join(align(cell, width) for align, cell, width in zip(aligned, line, widths)).rstrip()
+        console.print(Text(text, style="bold" if n == 0 else ""), soft_wrap=True)
+
+
+def _fit(widths: list[int], floors: list[int], room: int) -> None:
+    """Narrow `widths` in place until they sum to `room`: the widest column above its floor first, one character at
+    a time, none below its floor."""
+    while sum(widths) > room:
+        i = max(range(len(widths)), key=lambda k: (widths[k] if widths[k] > floors[k] else -1, k))
+        if widths[i] <= floors[i]:
+            return
+        widths[i] -= 1
+
+
+def _shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters: its start and its end (the part that tells paths apart), joined by …."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _shorten_end(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _human_bytes(count: int) -> str:
@@ -566,6 +633,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="list tables with their partition keys, sizes and indexes")
     tables.add_argument("database", nargs="?", help="only this database")
+    tables.add_argument(
+        "--wide", action="store_true", help="whole locations and the indexes (lines as long as they are)"
+    )
     tables.add_argument("--json", action="store_true", help="print JSON")
     tables.set_defaults(func=cmd_tables)
 
