@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shlex
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -377,3 +378,36 @@ def test_tables_fit_80_columns_and_wide_shows_everything(capsys, monkeypatch, tm
     code, out, _ = run(capsys, "--metastore", url, "tables", "--wide")
     header, row = out.splitlines()
     assert "indexes" in header and row.endswith(f"  hr       {location}")
+
+
+# -- errors say what to do next ----------------------------------------------------------------------------------
+
+
+def test_missing_metastore_says_where_it_looked_and_how_to_create_one(capsys, monkeypatch, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SARGABLE_METASTORE", raising=False)
+    given_url = f"sqlite:///{tmp_path / 'given.db'}"
+    code, _, err = run(capsys, "--metastore", given_url, "tables")
+    assert code == 1 and f"looked at --metastore {given_url}" in err
+    code, _, err = run(capsys, "partitions", "a.b")
+    assert code == 1 and "neither --metastore nor $SARGABLE_METASTORE is set" in err
+    assert str(tmp_path / "warehouse" / "metastore.db") in err
+    env_url = f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("SARGABLE_METASTORE", env_url)
+    code, _, err = run(capsys, "explain", "a.b", "x = 1")
+    assert code == 1 and f"looked at $SARGABLE_METASTORE={env_url}" in err
+    command = err[err.index("`") + 1 : err.rindex("`")].replace("'...'", "'x int'", 1).replace("'...'", "'ds date'")
+    create = shlex.split(command)
+    assert create[:4] == ["sargable", "--metastore", env_url, "create-table"]
+    code, _, err = run(capsys, *create[1:4], "sales.events", *create[5:])
+    assert code == 0, err
+    assert run(capsys, "tables", "--json")[0] == 0
+
+
+def test_partition_filter_on_a_data_column_names_the_partition_keys(capsys, metastore_url) -> None:
+    code, out, err = run(capsys, "--metastore", metastore_url, "partitions", "sales.events", "--filter", "amount > 1")
+    assert code == 1 and out == ""
+    assert "'amount'" in err and "data column" in err and "partition keys (ds, hr)" in err
+    assert "sargable explain sales.events FILTER" in err
+    code, _, err = run(capsys, "--metastore", metastore_url, "partitions", "sales.events", "--filter", "nosuch > 1")
+    assert code == 1 and "nor a column" in err and "partition keys: ds, hr" in err

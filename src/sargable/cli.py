@@ -83,7 +83,16 @@ def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
     try:
         return Metastore.open(url, create=create)
     except NoSuchObjectError as exc:
-        raise SargableError(f"{exc}; give --metastore URL or set $SARGABLE_METASTORE") from None
+        if args.metastore:
+            source = f"--metastore {args.metastore}"
+        elif os.environ.get("SARGABLE_METASTORE"):
+            source = f"$SARGABLE_METASTORE={url}"
+        else:
+            source = "the default ./warehouse/metastore.db: neither --metastore nor $SARGABLE_METASTORE is set"
+        raise SargableError(
+            f"{exc}; looked at {source}. Point --metastore or $SARGABLE_METASTORE at an existing metastore, or create "
+            f"one: `sargable --metastore {url} create-table DB.TABLE --columns '...' --partition-keys '...'`"
+        ) from None
 
 
 def _progress() -> Progress:
