@@ -597,7 +597,7 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> None:
         from sargable.spark.demo import run_demo
     except ImportError as exc:
         raise SargableError(f"the demo needs Spark: pip install 'sargable[spark]' ({exc})") from None
-    run_demo(args.warehouse, rebuild=args.rebuild, console=console)
+    run_demo(args.warehouse, rebuild=args.rebuild, console=console, verbose=args.verbose)
 
 
 # ------------------------------------------------------------------------------------------ parser
@@ -708,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="build a star schema with Spark into ./warehouse and run pruned queries")
     demo.add_argument("--warehouse", default="./warehouse", help="where to build the demo tables")
     demo.add_argument("--rebuild", action="store_true", help="rebuild the tables even if they exist")
+    demo.add_argument("--verbose", action="store_true", help="Spark's own log lines and progress bars too")
     demo.set_defaults(func=cmd_demo)
     return parser
 

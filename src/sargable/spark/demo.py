@@ -22,6 +22,7 @@ from rich.table import Table as RichTable
 from sargable.deletion import Deleter
 from sargable.errors import NoSuchObjectError
 from sargable.metastore import Metastore
+from sargable.spark.progress import spark_progress
 
 DATABASE = "demo"
 FIRST_DAY = dt.date(2023, 1, 1)
@@ -283,10 +284,13 @@ def run_demo(
     spark: Any = None,
     console: Console | None = None,
     metastore: str | None = None,
+    verbose: bool = False,
 ) -> list[DemoResult]:
     """Build (or reuse) the demo warehouse, run the five queries both ways, print the comparison table.
 
-    `spark` defaults to a local[2] session; `metastore` (a URL) to a SQLite file in the warehouse.
+    `spark` defaults to a local[2] session whose console output (start-up warnings, log lines, progress bars) goes
+    to `spark.log` in the warehouse, or to stderr when `verbose`; `metastore` (a URL) to a SQLite file in the
+    warehouse.
     """
     from sargable.spark.reader import read
     from sargable.spark.session import local_session
@@ -295,9 +299,10 @@ def run_demo(
     root = Path(warehouse).resolve()
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    log = None if verbose or spark is not None else root / "spark.log"
     if spark is None:
         with console.status("starting Spark (local[2])"):
-            spark = local_session("sargable-demo")
+            spark = local_session("sargable-demo", log=log)
     with Metastore.open(metastore or f"sqlite:///{root / 'metastore.db'}", warehouse=root) as ms:
         if rebuild or not _ready(ms):
             _build(spark, ms, console)
@@ -305,12 +310,12 @@ def run_demo(
             console.print(escape(f"reusing the demo warehouse in {root} (run with rebuild=True to build it again)"))
         dims = {name: read(spark, f"demo.{name}", metastore=ms).cache() for name in ("dates", "stores", "items")}
         location = ms.get_table(DATABASE, "sales").location
-        with console.status("warming up the JVM"):
+        with spark_progress(spark, console, "warming up the JVM"):
             warm_up = DemoQuery("warm-up", "ds = '2023-06-01' and store = 1", _sum_and_count)
             _run_query(spark, ms, warm_up, dims, location)
         results = []
         for query in QUERIES:
-            with console.status(f"running: {query.title}"):
+            with spark_progress(spark, console, f"running: {query.title}"):
                 results.append(_run_query(spark, ms, query, dims, location))
     console.print(_queries(results))
     console.print(_table(results))
@@ -318,5 +323,6 @@ def run_demo(
         "sargable plans each filter through the metastore (exact partition pruning, then file statistics) and hands "
         "Spark only the surviving files; plain Spark lists every partition folder of the table first."
     )
-    console.print(f"demo finished in {time.perf_counter() - started:.1f} s")
+    where = "" if log is None else f"; Spark's own log lines are in {log} (--verbose shows them)"
+    console.print(escape(f"demo finished in {time.perf_counter() - started:.1f} s{where}"))
     return results

@@ -39,6 +39,7 @@ from sargable.metastore.names import escape_path_name, parse_partition_name
 from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
+from sargable.spark.progress import spark_progress
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
 from sargable.spark.session import job_description, parallelism
 from sargable.stats import FileStats
@@ -311,11 +312,13 @@ def write(
             writer = observed.write.mode("error")
             if tbl.partition_keys:
                 writer = writer.partitionBy(*tbl.partition_key_names)
-            writer.parquet(staging)
+            with spark_progress(df.sparkSession, console, f"writing {tbl.qualified_name}"):
+                writer.parquet(staging)
             spark_rows = observation.get["rows"]
             with _status(console, f"listing the files written to {tbl.qualified_name}"):
                 items = _staged_files(fs, staging, tbl)
-            files = _footer_stats(df.sparkSession, items, tbl)
+            with spark_progress(df.sparkSession, console, f"reading the footers of {len(items):,} files"):
+                files = _footer_stats(df.sparkSession, items, tbl)
             _check_totals(files, spark_rows, items)
             specs = list({tuple(item[2].items()): item[2] for item in items}.values())
             with _status(console, f"moving {len(items)} files into {location}"):
