@@ -42,6 +42,7 @@ from sargable.spark.datasource import ensure_registered
 from sargable.spark.progress import spark_progress
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
 from sargable.spark.session import job_description, parallelism
+from sargable.spark.ship import ship
 from sargable.stats import FileStats
 from sargable.types import DataType
 from sargable.vacuum import vacuum as run_vacuum
@@ -150,7 +151,7 @@ def _footer_stats(
     """Statistics of the staged files, read from their footers by a Spark job (on the executors).
 
     The job is a Python UDF over `spark.range(len(items))`, not an RDD, so it runs the same way from a classic
-    session and from a Spark Connect one.
+    session and from a Spark Connect one; the UDF is shipped with sargable's source, for executors without it.
     """
     if not items:
         return []
@@ -158,7 +159,7 @@ def _footer_stats(
     from pyspark.sql.types import BinaryType
 
     slices = max(1, min(len(items), parallelism(spark) * 4))
-    footer = udf(_footer_task(items, list(table.columns)), BinaryType(), useArrow=False)
+    footer = udf(ship(_footer_task(items, list(table.columns))), BinaryType(), useArrow=False)
     with job_description(spark, f"sargable: footer statistics of {len(items)} files for {table.qualified_name}"):
         rows = spark.range(0, len(items), 1, slices).select(footer(col("id"))).collect()
     return [pickle.loads(row[0]) for row in rows]
