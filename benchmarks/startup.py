@@ -85,7 +85,7 @@ _BUILD = """
 import sys
 import sargable as sg
 
-with sg.Metastore.open(sys.argv[1], warehouse=sys.argv[2], create=True) as ms:
+with sg.Metastore.open(sys.argv[1], warehouse=sys.argv[2]) as ms:
     ms.create_database("sales")
     ms.create_table("sales", "events", columns=[("user_id", "bigint"), ("amount", "double")],
                     partition_keys=[("ds", "date"), ("hr", "int")])
