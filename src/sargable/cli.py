@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -418,7 +419,7 @@ def cmd_add_partitions(args: argparse.Namespace, console: Console) -> None:
                 source.close()
         added = committed = 0
         with _progress() as progress:
-            task = progress.add_task(f"adding to {table.qualified_name}", total=len(specs))
+            task = progress.add_task(escape(f"adding to {table.qualified_name}"), total=len(specs))
             for start in range(0, len(specs), args.batch_size):
                 batch = specs[start : start + args.batch_size]
                 locations = [loc for _, _, loc in batch]
@@ -459,7 +460,7 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
 
     db, name = _split_table(args.table)
     with _metastore(args) as ms, _progress() as progress:
-        progress.add_task(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}")
+        progress.add_task(escape(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}"))
         result = vacuum(ms, db, name, dry_run=not args.delete, older_than=args.older_than)
     files = list(result.deleted if args.delete else result.garbage)
     kept = [{"file": path, "reason": reason} for path, reason in result.kept]
