@@ -6,8 +6,12 @@ import contextlib
 import datetime as dt
 import io
 import json
+import os
+import re
+import shlex
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -314,3 +318,96 @@ def test_store_errors_are_one_line(capsys, tmp_path) -> None:
         code, out, err = run(capsys, "--metastore", url, "tables")
         assert code == 1 and out == ""
         assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+
+
+# -- rich output: data strings are text, never markup ----------------------------------------------------------
+
+
+def test_explain_shows_the_plan_exactly(capsys, monkeypatch, metastore_url) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    with Metastore.open(metastore_url) as ms:
+        ms.add_partitions("sales", "events", [{"ds": f"2024-01-0{d}", "hr": h} for d in range(1, 8) for h in (1, 2)])
+        where = "ds between '2024-01-03' and '2024-01-05' and hr = 1 and amount > 3"
+        plan = str(ms.table("sales", "events").scan(where).partition_search.plan)
+    assert "[" in plan and "]" in plan
+    code, out, err = run(capsys, "--metastore", metastore_url, "explain", "sales.events", where)
+    assert code == 0, err
+    assert f"│ {plan} " in out
+    (elapsed,) = [line for line in out.splitlines() if "elapsed ms" in line]
+    assert re.search(r"│ \d[\d,]*\.\d{3} +│$", elapsed), elapsed
+    assert "[]" not in out and "{" not in out
+
+
+@given(st.text(alphabet="[]/=ab \\", min_size=1, max_size=12))
+@settings(max_examples=10, deadline=None)
+def test_partition_values_and_locations_print_as_they_are(value: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        location = f"{tmp}/[bold]t[/bold]"
+        url = f"sqlite:///{tmp}/m.db"
+        with Metastore.open(url, warehouse=tmp, create=True) as ms:
+            ms.create_database("d")
+            ms.create_table("d", "t", [("x", "int")], [("k", "string")], location=location)
+            ms.add_partitions("d", "t", [{"k": value}])
+            (part,) = ms.get_partitions_by_filter("d", "t", None)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), mock.patch.dict(os.environ, {"COLUMNS": "400"}):
+            assert main(["--metastore", url, "partitions", "d.t"]) == 0
+            assert main(["--metastore", url, "tables"]) == 0
+        text = out.getvalue()
+        assert f"│ {part.name} " in text and f" {part.location} " in text and f" {location}\n" in text
+
+
+def test_tables_fit_80_columns_and_wide_shows_everything(capsys, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    location = str(tmp_path / ("deep/" * 12) / "[web]" / "events_by_day_and_hour")
+    with Metastore.open(url, warehouse=tmp_path, create=True) as ms:
+        ms.create_database("sales")
+        ms.create_table("sales", "events", [("x", "int")], [("ds", "date"), ("hr", "int")], location=location)
+        ms.create_index("sales", "events", "hr")
+        ms.add_partitions("sales", "events", [{"ds": "2024-01-01", "hr": h} for h in range(1234)])
+    code, out, err = run(capsys, "--metastore", url, "tables")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert max(len(header), len(row)) <= 80
+    assert header.split() == ["table", "partition", "keys", "partitions", "files", "size", "location"]
+    assert row.startswith("sales.events  ds date, hr int") and " 1,234 " in row
+    shortened = row.split()[-1]
+    head, tail = shortened.split("…")
+    assert location.startswith(head) and location.endswith(tail) and len(head) >= 5 and len(tail) >= 10
+    code, out, _ = run(capsys, "--metastore", url, "tables", "--wide")
+    header, row = out.splitlines()
+    assert "indexes" in header and row.endswith(f"  hr       {location}")
+
+
+# -- errors say what to do next ----------------------------------------------------------------------------------
+
+
+def test_missing_metastore_says_where_it_looked_and_how_to_create_one(capsys, monkeypatch, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SARGABLE_METASTORE", raising=False)
+    given_url = f"sqlite:///{tmp_path / 'given.db'}"
+    code, _, err = run(capsys, "--metastore", given_url, "tables")
+    assert code == 1 and f"looked at --metastore {given_url}" in err
+    code, _, err = run(capsys, "partitions", "a.b")
+    assert code == 1 and "neither --metastore nor $SARGABLE_METASTORE is set" in err
+    assert str(tmp_path / "warehouse" / "metastore.db") in err
+    env_url = f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("SARGABLE_METASTORE", env_url)
+    code, _, err = run(capsys, "explain", "a.b", "x = 1")
+    assert code == 1 and f"looked at $SARGABLE_METASTORE={env_url}" in err
+    command = err[err.index("`") + 1 : err.rindex("`")].replace("'...'", "'x int'", 1).replace("'...'", "'ds date'")
+    create = shlex.split(command)
+    assert create[:4] == ["sargable", "--metastore", env_url, "create-table"]
+    code, _, err = run(capsys, *create[1:4], "sales.events", *create[5:])
+    assert code == 0, err
+    assert run(capsys, "tables", "--json")[0] == 0
+
+
+def test_partition_filter_on_a_data_column_names_the_partition_keys(capsys, metastore_url) -> None:
+    code, out, err = run(capsys, "--metastore", metastore_url, "partitions", "sales.events", "--filter", "amount > 1")
+    assert code == 1 and out == ""
+    assert "'amount'" in err and "data column" in err and "partition keys (ds, hr)" in err
+    assert "sargable explain sales.events FILTER" in err
+    code, _, err = run(capsys, "--metastore", metastore_url, "partitions", "sales.events", "--filter", "nosuch > 1")
+    assert code == 1 and "nor a column" in err and "partition keys: ds, hr" in err

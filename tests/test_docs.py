@@ -386,3 +386,12 @@ def test_relative_links_resolve() -> None:
             if not (path.parent / target).exists():
                 broken.append(f"{path.name} -> {target}")
     assert not broken, broken
+
+
+def test_cli_doc_shows_what_each_command_prints() -> None:
+    """Every `sargable` command docs/cli.md runs is followed by its output, which `test_docs_run` then checks."""
+    found = blocks_of(DOCS / "cli.md")
+    for block, after in itertools.pairwise([*found, None]):
+        runs = [args for args in _sargable_commands(block) if _command_name(args) not in NOT_RUN]
+        if block.lang == "bash" and runs:
+            assert after is not None and "output" in after.markers, f"{block.where}: show what it prints"

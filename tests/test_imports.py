@@ -8,6 +8,7 @@ is an edge to the submodule when `name` is one, else to the package's `__init__`
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -182,15 +183,63 @@ def test_base_layers_import_only_what_is_below_them() -> None:
     assert edges["sargable.stats"] <= {"sargable.errors"}
 
 
-def test_import_sargable_loads_neither_pandas_nor_the_parquet_reader() -> None:
-    loaded = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, sargable; print(sorted(m for m in ('pandas', 'pyarrow.parquet') if m in sys.modules))",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert loaded == "[]"
+HEAVY = ("pyarrow", "numpy", "pandas", "pyspark")
+"""What start-up must not pay for: `import sargable` and the CLI's listing commands load none of them."""
+
+_LOADED = "import atexit, sys; atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules)))\n"
+_BLOCK = "import sys; sys.modules['pyspark'] = None\n"
+"""Makes `import pyspark` (and every `pyspark.x`) fail as if pyspark were not installed."""
+
+
+def _run(code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+def _heavy_loaded(code: str, *args: str) -> list[str]:
+    done = _run(_LOADED.format(heavy=HEAVY) + code, *args)
+    assert done.returncode == 0, done.stderr
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_sargable_loads_no_heavy_module() -> None:
+    assert _heavy_loaded("import sargable") == []
+    assert _heavy_loaded("import sargable as sg; sg.parse('x = 1'); sg.Metastore; sg.SargableError") == []
+
+
+@pytest.fixture(scope="module")
+def small_metastore(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("startup")
+    url = f"sqlite:///{folder / 'm.db'}"
+    code = (
+        "import sys, sargable as sg\n"
+        "with sg.Metastore.open(sys.argv[1], warehouse=sys.argv[2], create=True) as ms:\n"
+        "    ms.create_database('sales')\n"
+        "    ms.create_table('sales', 'events', [('x', 'int')], [('ds', 'date'), ('hr', 'int')])\n"
+        "    ms.add_partitions('sales', 'events', [('2024-01-01', h) for h in range(4)])\n"
+        "    print(ms.get_table('sales', 'events').location)\n"
+    )
+    done = _run(code, url, str(folder))
+    assert done.returncode == 0, done.stderr
+    location = Path(done.stdout.strip())
+    location.mkdir(parents=True, exist_ok=True)
+    (location / "stray.parquet").write_bytes(b"not referenced")
+    return url
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["tables"], ["partitions", "sales.events"], ["partitions", "sales.events", "--filter", "hr = 1"]],
+    ids=lambda argv: " ".join(argv),
+)
+def test_quick_commands_load_no_heavy_module(argv: list[str], small_metastore: str) -> None:
+    code = "import sys\nfrom sargable.cli import main\nsys.exit(main(sys.argv[1:]))"
+    metastore = [] if argv == ["--help"] else ["--metastore", small_metastore]
+    assert _heavy_loaded(code, *metastore, *argv) == []
+
+
+def test_vacuum_runs_without_pyspark(small_metastore: str) -> None:
+    code = _BLOCK + "from sargable.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = _run(code, "--metastore", small_metastore, "vacuum", "sales.events", "--older-than", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [Path(f).name for f in json.loads(done.stdout)["files"]] == ["stray.parquet"]
+    assert _run(_BLOCK + "from sargable import spark").returncode == 1

@@ -22,8 +22,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from sargable.errors import AlreadyExistsError, FilterSyntaxError, NoSuchObjectError, SargableError
 from sargable.expr import bind, normalize, parse, render, to_sarg
@@ -82,7 +84,16 @@ def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
     try:
         return Metastore.open(url, create=create)
     except NoSuchObjectError as exc:
-        raise SargableError(f"{exc}; give --metastore URL or set $SARGABLE_METASTORE") from None
+        if args.metastore:
+            source = f"--metastore {args.metastore}"
+        elif os.environ.get("SARGABLE_METASTORE"):
+            source = f"$SARGABLE_METASTORE={url}"
+        else:
+            source = "the default ./warehouse/metastore.db: neither --metastore nor $SARGABLE_METASTORE is set"
+        raise SargableError(
+            f"{exc}; looked at {source}. Point --metastore or $SARGABLE_METASTORE at an existing metastore, or create "
+            f"one: `sargable --metastore {url} create-table DB.TABLE --columns '...' --partition-keys '...'`"
+        ) from None
 
 
 def _progress() -> Progress:
@@ -96,25 +107,41 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, default=str))
 
 
+def _cell(value: Any) -> Text:
+    """A value as plain text for rich (never read as markup: `[`, `]` occur in filters, plans, names, paths and
+    partition values): integers with thousands separators, floats to three decimals, lists one item per line."""
+    if isinstance(value, bool) or value is None:
+        return Text(str(value))
+    if isinstance(value, int):
+        return Text(f"{value:,}")
+    if isinstance(value, float):
+        return Text(f"{value:,.3f}")
+    if isinstance(value, list | tuple):
+        return Text("\n".join(_cell(item).plain for item in value) or "-")
+    if isinstance(value, dict):
+        return Text(", ".join(f"{k.replace('_', ' ')} {_cell(v).plain}" for k, v in value.items() if v is not None))
+    return Text(str(value))
+
+
 def _print_mapping(console: Console, title: str, data: dict[str, Any]) -> None:
-    table = Table(title=title, show_header=False)
+    table = Table(title=Text(title), show_header=False)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key, value in data.items():
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(Text(key.replace("_", " ")), _cell(value))
     console.print(table)
 
 
 def _print_rows(console: Console, rows: list[dict[str, Any]], *, title: str, right: Sequence[str] = ()) -> None:
     """Rows as a table; the first column and the `right` (numeric, right-aligned) ones are never wrapped."""
-    table = Table(title=f"{title} ({len(rows)} rows)")
+    table = Table(title=Text(f"{title} ({len(rows):,} rows)"))
     for n, column in enumerate(rows[0] if rows else ["(none)"]):
         numeric = column in right
         table.add_column(
             column.replace("_", " "), overflow="fold", justify="right" if numeric else "left", no_wrap=numeric or n == 0
         )
     for row in rows:
-        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
+        table.add_row(*(_cell(v) for v in row.values()))
     console.print(table)
 
 
@@ -197,9 +224,76 @@ def cmd_tables(args: argparse.Namespace, console: Console) -> None:
     if args.json:
         _print_json(rows)
         return
-    columns = ("table", "partition_keys", "partitions", "files", "size", "indexes", "location")
+    columns = (
+        "table",
+        "partition_keys",
+        "partitions",
+        "files",
+        "size",
+        *(("indexes",) if args.wide else ()),
+        "location",
+    )
     shown = [{c: _human_bytes(row["bytes"]) if c == "size" else row[c] for c in columns} for row in rows]
-    _print_rows(console, shown, title="tables", right=("partitions", "files", "size"))
+    _print_listing(console, shown, right=("partitions", "files", "size"), wide=args.wide)
+
+
+_MIN_LAST, _MIN_TEXT = 20, 12
+"""The narrowest the last column (a location) and another text column (not the first) of a listing are shortened
+to; below them, the listing is wider than the terminal."""
+
+
+def _print_listing(
+    console: Console, rows: list[dict[str, Any]], *, right: Sequence[str] = (), wide: bool = False
+) -> None:
+    """Rows one line each, as `kubectl get` and `gh` print them: columns two spaces apart, nothing wraps. To fit the
+    terminal the widest text columns but the first are shortened: the last (a location) in the middle, others at
+    their end. `wide` prints everything (lines as long as the data)."""
+    if not rows:
+        console.print("(none)")
+        return
+    header = [column.replace("_", " ") for column in rows[0]]
+    cells = [[_cell(v).plain.replace("\n", ", ") for v in row.values()] for row in rows]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
+    if not wide:
+        last = len(widths) - 1
+        floors = [
+            width if i == 0 or column in right else min(width, _MIN_LAST if i == last else max(_MIN_TEXT, len(name)))
+            for i, (column, name, width) in enumerate(zip(rows[0], header, widths))
+        ]
+        _fit(widths, floors, console.width - 2 * last)
+        cells = [
+            [
+                *(_shorten_end(cell, width) for cell, width in zip(line[:-1], widths)),
+                _shorten_middle(line[-1], widths[-1]),
+            ]
+            for line in cells
+        ]
+    aligned = [str.rjust if column in right else str.ljust for column in rows[0]]
+    for n, line in enumerate([header, *cells]):
+        text = "  ".join(align(cell, width) for align, cell, width in zip(aligned, line, widths)).rstrip()
+        console.print(Text(text, style="bold" if n == 0 else ""), soft_wrap=True)
+
+
+def _fit(widths: list[int], floors: list[int], room: int) -> None:
+    """Narrow `widths` in place until they sum to `room`: the widest column above its floor first, one character at
+    a time, none below its floor."""
+    while sum(widths) > room:
+        i = max(range(len(widths)), key=lambda k: (widths[k] if widths[k] > floors[k] else -1, k))
+        if widths[i] <= floors[i]:
+            return
+        widths[i] -= 1
+
+
+def _shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters: its start and its end (the part that tells paths apart), joined by …."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _shorten_end(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _human_bytes(count: int) -> str:
@@ -329,7 +423,7 @@ def cmd_add_partitions(args: argparse.Namespace, console: Console) -> None:
                 source.close()
         added = committed = 0
         with _progress() as progress:
-            task = progress.add_task(f"adding to {table.qualified_name}", total=len(specs))
+            task = progress.add_task(escape(f"adding to {table.qualified_name}"), total=len(specs))
             for start in range(0, len(specs), args.batch_size):
                 batch = specs[start : start + args.batch_size]
                 locations = [loc for _, _, loc in batch]
@@ -370,7 +464,7 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
 
     db, name = _split_table(args.table)
     with _metastore(args) as ms, _progress() as progress:
-        progress.add_task(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}")
+        progress.add_task(escape(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}"))
         result = vacuum(ms, db, name, dry_run=not args.delete, older_than=args.older_than)
     files = list(result.deleted if args.delete else result.garbage)
     kept = [{"file": path, "reason": reason} for path, reason in result.kept]
@@ -381,7 +475,7 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
     if kept:
         _print_rows(console, kept, title=f"{args.table}: left alone")
     if not files:
-        console.print(f"{args.table}: no unreferenced files older than {args.older_than:g} s")
+        console.print(Text(f"{args.table}: no unreferenced files older than {args.older_than:g} s"))
         return
     _print_rows(console, [{"file": path} for path in files], title=f"{args.table}: unreferenced files")
     console.print("deleted" if args.delete else "a dry run: --delete deletes them")
@@ -508,7 +602,7 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> None:
         from sargable.spark.demo import run_demo
     except ImportError as exc:
         raise SargableError(f"the demo needs Spark: pip install 'sargable[spark]' ({exc})") from None
-    run_demo(args.warehouse, rebuild=args.rebuild, console=console)
+    run_demo(args.warehouse, rebuild=args.rebuild, console=console, verbose=args.verbose)
 
 
 # ------------------------------------------------------------------------------------------ parser
@@ -553,6 +647,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="list tables with their partition keys, sizes and indexes")
     tables.add_argument("database", nargs="?", help="only this database")
+    tables.add_argument(
+        "--wide", action="store_true", help="whole locations and the indexes (lines as long as they are)"
+    )
     tables.add_argument("--json", action="store_true", help="print JSON")
     tables.set_defaults(func=cmd_tables)
 
@@ -616,6 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="build a star schema with Spark into ./warehouse and run pruned queries")
     demo.add_argument("--warehouse", default="./warehouse", help="where to build the demo tables")
     demo.add_argument("--rebuild", action="store_true", help="rebuild the tables even if they exist")
+    demo.add_argument("--verbose", action="store_true", help="Spark's own log lines and progress bars too")
     demo.set_defaults(func=cmd_demo)
     return parser
 

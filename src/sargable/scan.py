@@ -31,7 +31,6 @@ from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
 from sargable.folders import folder_files
 from sargable.plan import DEFAULT_MAX_SCANS
-from sargable.skipping import select_files
 from sargable.stats import FileStats
 from sargable.types import DataType, convert
 
@@ -321,6 +320,8 @@ def _files(
     unregistered, folders = _unregistered_files(table, partitions, files)
     files = [*files, *unregistered]
     if files_part is not None and files:
+        from sargable.skipping import select_files  # pyarrow: loaded only when there are files to skip
+
         files = select_files(files_part, files, schema)
     extra: list[BoundFilter] = []
     ranged: list[str] = []
@@ -443,6 +444,8 @@ def _skip_by_key(
     """The files that may hold one of a data-column key set's values (`column IN (values)` or its `BETWEEN` range,
     through the one file-statistics evaluator), and the predicate left to the residual: the IN list up to
     `IN_RESIDUAL_MAX` values, else the range."""
+    from sargable.skipping import select_files  # pyarrow: loaded only when there are files to skip
+
     predicate = key.predicate(schema)
     kept = select_files(predicate, files, schema) if files else files
     if key.values is None or len(key.values) <= IN_RESIDUAL_MAX:

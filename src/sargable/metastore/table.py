@@ -442,10 +442,21 @@ def _partition_filter(definition: TableDefinition, filter: Any, dialect: str) ->
         columns = columns_of(filter)
     for column in sorted(columns):
         if column.lower() not in names:
-            raise MetastoreError(
-                f"column {column!r} in the filter is not a partition key of {definition.qualified_name}; "
-                f"partition keys: {', '.join(definition.partition_key_names) or '(none)'}"
-            )
+            raise MetastoreError(_not_a_key(definition, column))
     if isinstance(filter, BoundFilter):
         return filter
     return bind_filter(filter, list(definition.partition_keys))
+
+
+def _not_a_key(definition: TableDefinition, column: str) -> str:
+    """Why `column` can't be in a partition filter, and what to do instead."""
+    table, keys = definition.qualified_name, ", ".join(definition.partition_key_names) or "(none)"
+    if column.lower() not in {n.lower() for n, _ in definition.columns}:
+        return (
+            f"column {column!r} in the filter is not a partition key of {table}, nor a column; partition keys: {keys}"
+        )
+    return (
+        f"column {column!r} in the filter is not a partition key of {table} but a data column; a partition filter "
+        f"names only partition keys ({keys}); a scan (Table.scan, `sargable explain {table} FILTER`) also skips files "
+        "by data columns"
+    )

@@ -1,7 +1,7 @@
 """sargable for PySpark: `write` and `read` partitioned tables through the metastore, and the `sargable` data source.
 
     from sargable import spark as sgs
-    spark = sgs.local_session()                     # or any SparkSession whose Python workers can import sargable
+    spark = sgs.local_session()                     # or any SparkSession (workers need pyspark, pyarrow)
     sgs.write(df, "sales.events", partition_by=["ds", "hr"], mode="append")     # or "overwrite"
     df = sgs.read(spark, "sales.events", where="ds >= '2024-01-01' and amount > 100")
     sgs.scan_report(df)                              # partitions/files/bytes total vs selected, planning time

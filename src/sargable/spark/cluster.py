@@ -335,7 +335,8 @@ def _demo(args: argparse.Namespace) -> None:
     try:
         print(f"Spark standalone master {cluster.master_url}, {args.workers} workers, logs in {cluster.directory}")
         executor_memory = {"spark.executor.memory": args.executor_memory}
-        spark = local_session("sargable-cluster-demo", master=cluster.master_url, **executor_memory)
+        log = cluster.directory / "driver.log"
+        spark = local_session("sargable-cluster-demo", master=cluster.master_url, log=log, **executor_memory)
         try:
             run_demo(args.warehouse, rebuild=True, spark=spark, metastore=args.metastore)
         finally:

@@ -29,7 +29,8 @@ Limits (all Spark's; `sgs.read` has none of them, so prefer it from Python):
 - Filters on timestamp columns are left to Spark (no pruning), because Spark hands their literals over in the
   session time zone; timestamp partition values are read as UTC.
 - Planning happens in a Python worker per query, which imports sargable and opens the metastore (kept open
-  for the worker's next query).
+  for the worker's next query). Workers need pyspark and pyarrow, not sargable: the source and its reader are
+  shipped with sargable's source (`sargable.spark.ship`), imported from it where sargable is not installed.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from sargable.expr import BoundFilter, bind_filter, columns_of, conjoin
 from sargable.metastore import Metastore, TableDefinition, default_url, shared
 from sargable.spark.catalog import metastore_url, split_table_name
 from sargable.spark.schema import table_struct
+from sargable.spark.ship import shipped_data_source, shipped_instance
 from sargable.spark.translate import Untranslatable, from_filter
 
 FORMAT = "sargable"
@@ -142,6 +144,10 @@ class SargableReader(DataSourceReader):
         self.exact: list[BoundFilter] = []
         self.skipping: list[BoundFilter] = []
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled for the executors with sargable's source, which they may not have installed."""
+        return shipped_instance(self)
+
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
         """Keep the partition-key conjuncts (applied exactly by pruning); give the rest back to Spark."""
         table = _definition(self.url, self.table_name)
@@ -223,7 +229,7 @@ def register(spark: Any, metastore: Metastore | str | None = None) -> None:
         (SargableDataSource,),
         {"default_metastore": url, "__module__": __name__, "__doc__": SargableDataSource.__doc__},
     )
-    spark.dataSource.register(bound_class)
+    spark.dataSource.register(shipped_data_source(FORMAT, bound_class))
     _REGISTERED[spark] = url
 
 

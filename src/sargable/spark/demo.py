@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from sargable.deletion import Deleter
 from sargable.errors import NoSuchObjectError
 from sargable.metastore import Metastore
+from sargable.spark.progress import spark_progress
 
 DATABASE = "demo"
 FIRST_DAY = dt.date(2023, 1, 1)
@@ -181,7 +183,9 @@ def _build(spark: Any, ms: Metastore, console: Console) -> None:
         ms.drop_table(DATABASE, name)
         left = deleter.clear(deleter.location)
         if left:
-            console.print(f"{table.qualified_name}: {len(left)} files left in place, e.g. {left[0][0]}: {left[0][1]}")
+            console.print(
+                escape(f"{table.qualified_name}: {len(left)} files left in place, e.g. {left[0][0]}: {left[0][1]}")
+            )
     ms.create_database(DATABASE, if_not_exists=True)
     dims = _dimensions(spark)
     started = time.perf_counter()
@@ -243,7 +247,7 @@ def _queries(results: list[DemoResult]) -> RichTable:
     table.add_column(justify="right")
     table.add_column()
     for index, result in enumerate(results, 1):
-        table.add_row(str(index), f"{result.title}: [bold]{result.where}[/bold]")
+        table.add_row(str(index), f"{escape(result.title)}: [bold]{escape(result.where)}[/bold]")
     return table
 
 
@@ -280,10 +284,13 @@ def run_demo(
     spark: Any = None,
     console: Console | None = None,
     metastore: str | None = None,
+    verbose: bool = False,
 ) -> list[DemoResult]:
     """Build (or reuse) the demo warehouse, run the five queries both ways, print the comparison table.
 
-    `spark` defaults to a local[2] session; `metastore` (a URL) to a SQLite file in the warehouse.
+    `spark` defaults to a local[2] session whose console output (start-up warnings, log lines, progress bars) goes
+    to `spark.log` in the warehouse, or to stderr when `verbose`; `metastore` (a URL) to a SQLite file in the
+    warehouse.
     """
     from sargable.spark.reader import read
     from sargable.spark.session import local_session
@@ -292,22 +299,23 @@ def run_demo(
     root = Path(warehouse).resolve()
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    log = None if verbose or spark is not None else root / "spark.log"
     if spark is None:
         with console.status("starting Spark (local[2])"):
-            spark = local_session("sargable-demo")
+            spark = local_session("sargable-demo", log=log)
     with Metastore.open(metastore or f"sqlite:///{root / 'metastore.db'}", warehouse=root) as ms:
         if rebuild or not _ready(ms):
             _build(spark, ms, console)
         else:
-            console.print(f"reusing the demo warehouse in {root} (run with rebuild=True to build it again)")
+            console.print(escape(f"reusing the demo warehouse in {root} (run with rebuild=True to build it again)"))
         dims = {name: read(spark, f"demo.{name}", metastore=ms).cache() for name in ("dates", "stores", "items")}
         location = ms.get_table(DATABASE, "sales").location
-        with console.status("warming up the JVM"):
+        with spark_progress(spark, console, "warming up the JVM"):
             warm_up = DemoQuery("warm-up", "ds = '2023-06-01' and store = 1", _sum_and_count)
             _run_query(spark, ms, warm_up, dims, location)
         results = []
         for query in QUERIES:
-            with console.status(f"running: {query.title}"):
+            with spark_progress(spark, console, f"running: {query.title}"):
                 results.append(_run_query(spark, ms, query, dims, location))
     console.print(_queries(results))
     console.print(_table(results))
@@ -315,5 +323,6 @@ def run_demo(
         "sargable plans each filter through the metastore (exact partition pruning, then file statistics) and hands "
         "Spark only the surviving files; plain Spark lists every partition folder of the table first."
     )
-    console.print(f"demo finished in {time.perf_counter() - started:.1f} s")
+    where = "" if log is None else f"; Spark's own log lines are in {log} (--verbose shows them)"
+    console.print(escape(f"demo finished in {time.perf_counter() - started:.1f} s{where}"))
     return results

@@ -18,7 +18,6 @@ DEFAULT_CONF = {
     "spark.driver.memory": "2g",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "true",
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
 }
@@ -26,23 +25,46 @@ _CONNECT_PARALLELISM = 8
 """Spread of a job from a Connect session, which can't ask the cluster for its default parallelism."""
 
 
-def local_session(app_name: str = "sargable", master: str = "local[2]", **conf: Any) -> Any:
+def local_session(
+    app_name: str = "sargable", master: str = "local[2]", *, log: str | os.PathLike | None = None, **conf: Any
+) -> Any:
     """Get or create a SparkSession; Python workers use this interpreter (so they can import sargable).
 
     Extra `conf` entries are Spark settings that override the defaults, e.g.
     `local_session(**{"spark.driver.memory": "4g"})`. On a cluster (`master="spark://host:7077"`) the executors
     start `PYSPARK_PYTHON`, this interpreter unless set: it must exist at that path on every worker.
+    `log` names a file (appended to) that takes the JVM's console output, its start-up warnings, log lines and
+    stage progress bars, so that they stay out of this program's terminal; without it they go to stderr.
     """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**DEFAULT_CONF, **conf}.items():
+    settings = {**DEFAULT_CONF, "spark.ui.showConsoleProgress": str(log is None).lower(), **conf}
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    with _stderr_to(log):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def _stderr_to(log: str | os.PathLike | None) -> Iterator[None]:
+    """Point file descriptor 2 at `log` inside the block, so that a JVM started there writes its stderr to it."""
+    if log is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log, "ab") as target:
+            os.dup2(target.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def remote_session(url: str, **conf: Any) -> Any:

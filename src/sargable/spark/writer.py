@@ -39,8 +39,10 @@ from sargable.metastore.names import escape_path_name, parse_partition_name
 from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
+from sargable.spark.progress import spark_progress
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
 from sargable.spark.session import job_description, parallelism
+from sargable.spark.ship import ship
 from sargable.stats import FileStats
 from sargable.types import DataType
 from sargable.vacuum import vacuum as run_vacuum
@@ -149,7 +151,7 @@ def _footer_stats(
     """Statistics of the staged files, read from their footers by a Spark job (on the executors).
 
     The job is a Python UDF over `spark.range(len(items))`, not an RDD, so it runs the same way from a classic
-    session and from a Spark Connect one.
+    session and from a Spark Connect one; the UDF is shipped with sargable's source, for executors without it.
     """
     if not items:
         return []
@@ -157,7 +159,7 @@ def _footer_stats(
     from pyspark.sql.types import BinaryType
 
     slices = max(1, min(len(items), parallelism(spark) * 4))
-    footer = udf(_footer_task(items, list(table.columns)), BinaryType(), useArrow=False)
+    footer = udf(ship(_footer_task(items, list(table.columns))), BinaryType(), useArrow=False)
     with job_description(spark, f"sargable: footer statistics of {len(items)} files for {table.qualified_name}"):
         rows = spark.range(0, len(items), 1, slices).select(footer(col("id"))).collect()
     return [pickle.loads(row[0]) for row in rows]
@@ -313,11 +315,13 @@ def write(
             writer = observed.write.mode("error")
             if tbl.partition_keys:
                 writer = writer.partitionBy(*tbl.partition_key_names)
-            writer.parquet(staging)
+            with spark_progress(df.sparkSession, console, f"writing {tbl.qualified_name}"):
+                writer.parquet(staging)
             spark_rows = observation.get["rows"]
             with _status(console, f"listing the files written to {tbl.qualified_name}"):
                 items = _staged_files(fs, staging, tbl)
-            files = _footer_stats(df.sparkSession, items, tbl)
+            with spark_progress(df.sparkSession, console, f"reading the footers of {len(items):,} files"):
+                files = _footer_stats(df.sparkSession, items, tbl)
             _check_totals(files, spark_rows, items)
             specs = list({tuple(item[2].items()): item[2] for item in items}.values())
             with _status(console, f"moving {len(items)} files into {location}"):
