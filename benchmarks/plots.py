@@ -1,11 +1,12 @@
 """PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, files read per
-TPC-DS query, data-skipping tightness and speed.
+TPC-DS query, data-skipping tightness and speed, the Hive metastore API (Hive's own vs `sargable serve`).
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json`,
-`tpcds.json` and `skipping.json`. A plot whose results file is missing is skipped with a message, never drawn
-from invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no display is needed.
+`tpcds.json`, `skipping.json` and `hms.json`. A plot whose results file is missing is skipped with a message,
+never drawn from invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no display
+is needed.
 """
 
 from __future__ import annotations
@@ -248,6 +249,99 @@ def plot_skipping(data: dict[str, Any], out: Path) -> Path:
     return path
 
 
+# ------------------------------------------------------------------------------------------ Hive metastore API
+
+HMS_STYLES = {
+    ("hive derby", "-"): ("#dc2626", "D", "-", "Hive metastore, Derby"),
+    ("hive postgresql", "-"): ("#f59e0b", "D", "-", "Hive metastore, PostgreSQL (direct SQL)"),
+    ("sargable sqlite", "warm"): ("#1f6feb", "o", "-", "sargable serve, SQLite"),
+    ("sargable sqlite", "cold"): ("#1f6feb", "o", ":", "sargable serve, SQLite, no cache"),
+    ("sargable postgresql", "warm"): ("#6f42c1", "s", "-", "sargable serve, PostgreSQL"),
+    ("sargable postgresql", "cold"): ("#6f42c1", "s", ":", "sargable serve, PostgreSQL, no cache"),
+}
+
+
+def _hms_panel(ax: Any, series: dict[tuple[str, str], dict[int, float]], title: str, unit: str) -> None:
+    """One panel: a line per system (and cache mode), log-log; the speed-up of sargable over the faster Hive."""
+    sizes = sorted({size for points in series.values() for size in points})
+    for key, (color, marker, style, label) in HMS_STYLES.items():
+        points = sorted(series.get(key, {}).items())
+        if points:
+            ax.plot(*zip(*points, strict=True), color=color, marker=marker, linestyle=style, label=label, ms=5)
+    modes = sorted({cache for _, cache in series if cache != "-"}, reverse=True)
+    for size in sizes:
+        hive = [series[k][size] for k in HMS_STYLES if k[1] == "-" and size in series.get(k, {})]
+        for cache in modes:
+            ours = [series[k][size] for k in HMS_STYLES if k[1] == cache and size in series.get(k, {})]
+            if hive and ours:
+                ratio = min(hive) / max(ours)
+                ax.annotate(
+                    f"{cache} {_ratio_text(ratio)}" if len(modes) > 1 else _ratio_text(ratio),
+                    (size, max(ours)),
+                    textcoords="offset points",
+                    xytext=(0, -13),
+                    ha="center",
+                    fontsize=8,
+                    fontweight="bold",
+                    color="#1f6feb" if ratio >= 10 else "#b91c1c",
+                )
+    ax.set_title(title, fontsize=10)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+    ax.minorticks_off()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.margins(x=0.15, y=0.3)
+    ax.set_ylabel(unit)
+
+
+def plot_hms(data: dict[str, Any], out: Path) -> Path:
+    """The Hive metastore API calls: latency vs partitions, Hive's metastore (Derby, PostgreSQL) vs sargable serve
+    (SQLite, PostgreSQL; with and without its reply cache); add time per 1,000 partitions and a Spark SQL query."""
+    calls: dict[str, dict[tuple[str, str], dict[int, float]]] = {}
+    for cell in data["cells"]:
+        calls.setdefault(cell["call"], {}).setdefault((cell["system"], cell["cache"]), {})[cell["size"]] = cell["ms"]
+    panels = [(name, series, "ms (log)") for name, series in calls.items()]
+    adds: dict[tuple[str, str], dict[int, float]] = {}
+    for entry in data["adds"]:
+        key = (entry["system"], "-" if entry["system"].startswith("hive") else "warm")
+        adds.setdefault(key, {})[entry["size"]] = entry["seconds"] / entry["batches"]
+    panels.append((f"add_partitions, s per call of {data['batch']:,}", adds, "s (log)"))
+    spark: dict[tuple[str, str], dict[int, float]] = {}
+    for entry in data.get("spark", []):
+        key = (entry["system"], "-" if entry["system"].startswith("hive") else "warm")
+        spark.setdefault(key, {})[entry["size"]] = entry["ms"]
+    if spark:
+        panels.append(("Spark SQL: selective query", spark, "ms (log)"))
+    cols = 3
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(15, 4.0 * rows), squeeze=False)
+    for ax, (title, series, unit) in zip(axes.flat, panels, strict=False):
+        _hms_panel(ax, series, title, unit)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("partitions (log)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=3, frameon=False)
+    fig.suptitle(
+        "Hive metastore API: Hive's own metastore vs sargable serve "
+        "(labels: faster Hive / slower sargable backend, with and without sargable's reply cache)",
+        y=0.995,
+        fontsize=12,
+    )
+    _footer(
+        fig,
+        f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f}; folders "
+        f"{data.get('folders', '?')})",
+    )
+    fig.tight_layout(rect=(0, 0.02, 1, 0.92))
+    path = out / "hms.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -262,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         ("partition_filter.json", plot_partition_filter),
         ("tpcds.json", plot_tpcds),
         ("skipping.json", plot_skipping),
+        ("hms.json", plot_hms),
     ]
     for name, plot in plots:
         data = _load(results / name)

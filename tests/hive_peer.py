@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape
 
 _SITE = """<?xml version="1.0"?>
@@ -60,15 +61,43 @@ def pyspark_jars() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-class HivePeer:
-    """`org.apache.hadoop.hive.metastore.HiveMetaStore` on a Derby database under `workdir`."""
+POSTGRES_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
+"""Debian's `libpostgresql-jdbc-java`: the JDBC driver Hive's metastore needs for PostgreSQL (not in pyspark)."""
 
-    def __init__(self, workdir: Path, port: int | None = None, *, extra_conf: dict[str, str] | None = None) -> None:
+
+def postgres_conf(database_url: str) -> dict[str, str]:
+    """hive-site.xml settings for a metastore in the PostgreSQL database at `postgresql://user[:pw]@host:port/db`:
+    direct SQL on, HikariCP connection pool (its jar ships in pyspark)."""
+    parts = urlsplit(database_url)
+    return {
+        "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}",
+        "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "javax.jdo.option.ConnectionUserName": unquote(parts.username or ""),
+        "javax.jdo.option.ConnectionPassword": unquote(parts.password or ""),
+        "hive.metastore.try.direct.sql": "true",
+        "datanucleus.connectionPoolingType": "HikariCP",
+    }
+
+
+class HivePeer:
+    """`org.apache.hadoop.hive.metastore.HiveMetaStore` on a Derby database under `workdir`, or on PostgreSQL with
+    `extra_conf=postgres_conf(url)` and `classpath=[POSTGRES_JDBC_JAR]` (put before the pyspark jars)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        port: int | None = None,
+        *,
+        extra_conf: dict[str, str] | None = None,
+        classpath: list[Path] | None = None,
+    ) -> None:
         self.workdir = Path(workdir)
         self.port = port or free_port()
         self.warehouse = self.workdir / "warehouse"
         self.log = self.workdir / "hive-metastore.log"
+        """The metastore's stdout and stderr; its own log (log4j) goes to `workdir / "hive.log"`."""
         self.extra_conf = extra_conf or {}
+        self.classpath = classpath or []
         self.process: subprocess.Popen | None = None
 
     @property
@@ -96,8 +125,9 @@ class HivePeer:
         """Start the metastore and wait until it accepts connections (about 10-30 s: the JVM and Derby's schema)."""
         conf = self._write_conf()
         self.warehouse.mkdir(parents=True, exist_ok=True)
-        classpath = f"{conf}:{pyspark_jars()}/*"
-        command = ["java", "-Xmx1g", "-cp", classpath, "org.apache.hadoop.hive.metastore.HiveMetaStore"]
+        classpath = ":".join([str(conf), *map(str, self.classpath), f"{pyspark_jars()}/*"])
+        command = ["java", "-Xmx1g", f"-Dhive.log.dir={self.workdir}", "-cp", classpath]
+        command.append("org.apache.hadoop.hive.metastore.HiveMetaStore")
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [*command, "-p", str(self.port)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,12 +14,21 @@ from hive_peer import free_port, stop_group, wait_for_port
 
 
 class SargableServe:
-    """`sargable --metastore URL serve --port P --warehouse W [--read-only]`."""
+    """`sargable --metastore URL serve --port P --warehouse W [--read-only] [ARGS...]`."""
 
-    def __init__(self, workdir: Path, metastore_url: str, *, read_only: bool = False, port: int | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        metastore_url: str,
+        *,
+        read_only: bool = False,
+        port: int | None = None,
+        args: Sequence[str] = (),
+    ) -> None:
         self.workdir = Path(workdir)
         self.metastore_url = metastore_url
         self.read_only = read_only
+        self.args = list(args)
         self.port = port or free_port()
         self.warehouse = self.workdir / "warehouse"
         self.log = self.workdir / f"serve-{self.port}.log"
@@ -35,6 +44,7 @@ class SargableServe:
         command += ["--port", str(self.port), "--warehouse", str(self.warehouse)]
         if self.read_only:
             command.append("--read-only")
+        command += self.args
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
@@ -67,6 +77,14 @@ class SargableServe:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def peak_rss_mb(pid: int) -> float:
+    """A process's peak resident memory so far (VmHWM), in MiB (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
 
 
 @contextmanager

@@ -3,7 +3,8 @@
 The test process may already hold a (non-Hive) SparkContext, and pyspark allows one per process, so `run_sql`
 starts `python hms_spark.py` with a JSON request on stdin: the metastore URI, a warehouse dir and SQL statements.
 The child builds `SparkSession.builder.enableHiveSupport()` with `spark.hadoop.hive.metastore.uris` and prints one
-JSON document: per statement, its rows (values as JSON: dates and decimals as strings) or the error it raised.
+JSON document: per statement, its rows (values as JSON: dates and decimals as strings) and milliseconds, or the
+error it raised.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,8 @@ def run_sql(
     conf: dict[str, str] | None = None,
     timeout: float = 600,
 ) -> list[dict[str, Any]]:
-    """Run `statements` in order in a fresh Hive-enabled pyspark driver; one {"rows"} or {"error"} per statement."""
+    """Run `statements` in order in a fresh Hive-enabled pyspark driver; one {"rows", "ms"} or {"error"} per
+    statement."""
     request = {"uri": uri, "warehouse": str(warehouse), "statements": list(statements), "conf": conf or {}}
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run(
@@ -81,9 +84,11 @@ def _driver() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     results: list[dict[str, Any]] = []
     for statement in request["statements"]:
+        started = time.perf_counter()
         try:
             rows = spark.sql(statement).collect()
-            results.append({"rows": [[_json_value(v) for v in row] for row in rows]})
+            elapsed = (time.perf_counter() - started) * 1000
+            results.append({"rows": [[_json_value(v) for v in row] for row in rows], "ms": elapsed})
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             causes = [line for line in text.splitlines() if line.startswith("Caused by")]

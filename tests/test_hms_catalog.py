@@ -72,7 +72,8 @@ def test_replace_table_keeps_partitions_files_and_indexes(metastore):
         ],
         if_not_exists=False,
     )
-    assert [p.values for p in added] == [(None, 3), ("a", 1), ("a", 2)]
+    assert [p.values for p in added] == [("a", 1), ("a", 2), (None, 3)]
+    assert sorted(added, key=lambda p: p.name) == sorted(metastore.iter_partitions("d", "t"), key=lambda p: p.name)
     again = catalog.add_partitions("d", "t", [NewPartition(("a", "1"), None, {})], if_not_exists=True)
     assert again == []
     with pytest.raises(sg.AlreadyExistsError):

@@ -600,7 +600,13 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
     """Serve the metastore over the Hive metastore Thrift API until SIGTERM / Ctrl-C (then exit 0)."""
     from sargable.hms import ServerConfig, serve
 
-    config = ServerConfig(host=args.host, port=args.port, read_only=args.read_only, workers=args.workers)
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        read_only=args.read_only,
+        workers=args.workers,
+        cache_bytes=int(args.cache_mb * 2**20),
+    )
     serve(args.metastore, config, warehouse=args.warehouse)
 
 
@@ -702,6 +708,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-only", action="store_true", help="refuse every write with a MetaException")
     serve.add_argument("--warehouse", default=None, help="where new tables go (default: $SARGABLE_WAREHOUSE)")
     serve.add_argument("--workers", type=int, default=8, help="store connections, calls served at once (default 8)")
+    serve.add_argument(
+        "--cache-mb",
+        type=float,
+        default=256,
+        help="encoded replies kept, keyed by table version (default 256; 0: none)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     demo = sub.add_parser("demo", help="build a star schema with Spark into ./warehouse and run pruned queries")

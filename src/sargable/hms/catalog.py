@@ -1,24 +1,28 @@
 """The server's one adapter over the metastore: every read and write `sargable serve` makes goes through `Catalog`.
 
-Today it calls `sargable.Metastore`'s name-based methods; when the metastore grows a `Table` handle and first-class
-Hive fields (issue 16, 17), this is the file to rewire. Where a Hive operation has no metastore method yet, it is
-composed here from several calls inside one store transaction (a savepoint per inner call), so it stays atomic:
-adding partitions with parameters, returning which partitions an `if_not_exists` add created, and altering a table
-(its definition is immutable today, so the table is re-created with its partitions, files and indexes).
+Reads go through a table's `Table` handle (one definition read per call, in the call's snapshot); writes through
+`sargable.Metastore`'s methods. Where a Hive operation has no metastore method yet, it is composed here from several
+calls inside one store transaction (a savepoint per inner call), so it stays atomic: adding partitions with
+parameters, returning which partitions an `if_not_exists` add created, and altering a table (its definition is
+immutable today, so the table is re-created with its partitions, files and indexes). When the metastore grows
+first-class Hive fields (issue 17), this is the file to rewire.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.expr import Expr, and_, col, or_
-from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, TableDefinition
+from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.names import value_from_name
 from sargable.types import DataType
+
+ADD_ATTEMPTS = 10
+"""Tries of an `if_not_exists` add that loses races to concurrent adds of the same partitions."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,18 @@ class Catalog:
     def close(self) -> None:
         self.metastore.close()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction or snapshot is open (a catalog left so is not reused)."""
+        return self.metastore.store.in_transaction
+
     def transaction(self) -> Any:
         """One atomic change made of several metastore calls (each inner call becomes a savepoint)."""
         return self.metastore.store.transaction()
+
+    def snapshot(self) -> Any:
+        """Reads of one consistent snapshot (a read-only transaction)."""
+        return self.metastore.snapshot()
 
     # ------------------------------------------------------------------------------------------ databases
 
@@ -99,10 +112,23 @@ class Catalog:
         location: str | None,
         properties: Mapping[str, str],
     ) -> TableDefinition:
-        return self.metastore.create_table(database, name, columns, partition_keys, location, properties)
+        """Create a table with a secondary index on every partition key but the first, so that a filter on any
+        partition key (Spark's `hr = 3` across days) is a key range."""
+        return self.metastore.create_table(
+            database, name, columns, partition_keys, location, properties, index_all=True
+        )
 
     def get_table(self, database: str, name: str) -> TableDefinition:
         return self.metastore.get_table(database, name)
+
+    def table(self, database: str, name: str) -> Table:
+        """The table's handle at its current version (NoSuchObjectError when it does not exist)."""
+        return self.metastore.table(database, name)
+
+    @property
+    def store_id(self) -> str:
+        """The random id of the metastore's store (Hive's `get_metastore_db_uuid`)."""
+        return self.metastore.store_id
 
     def list_tables(self, database: str) -> list[str]:
         return self.metastore.list_tables(database)
@@ -158,66 +184,76 @@ class Catalog:
     def add_partitions(
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
     ) -> list[Partition]:
-        """Add partitions with their parameters atomically; returns the ones added (existing ones are skipped with
-        `if_not_exists`, else AlreadyExistsError), in key order."""
+        """Add partitions with their parameters atomically; returns the ones added, in the order given (existing
+        ones are skipped with `if_not_exists`, else AlreadyExistsError).
+
+        With `if_not_exists`, which ones exist is read before the metastore's add locks the table, so a concurrent
+        add of the same partition can win in between (on PostgreSQL): the whole add is then tried again."""
+        for attempt in range(ADD_ATTEMPTS):
+            try:
+                return self._add_partitions(database, table, partitions, if_not_exists=if_not_exists)
+            except AlreadyExistsError:
+                if not if_not_exists or attempt == ADD_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _add_partitions(
+        self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
+    ) -> list[Partition]:
         ms = self.metastore
         with self.transaction():
             tbl = ms.get_table(database, table)
-            specs = [list(p.values) for p in partitions]
-            existing = ms.get_partitions_by_names(database, table, specs) if specs else []
-            if existing and not if_not_exists:
-                raise AlreadyExistsError(f"Partition already exists: {existing[0].name} of {tbl.qualified_name}")
-            have = {p.values for p in existing}
-            new, seen = [], set()
+            new: list[tuple[tuple[Any, ...], NewPartition]] = []
+            seen: set[tuple[Any, ...]] = set()
             for p in partitions:
                 values = typed_values(tbl, p.values)
                 if values in seen:
                     raise MetastoreError(f"partition {list(p.values)} is given twice")
                 seen.add(values)
-                if values not in have:
-                    new.append(p)
+                new.append((values, p))
+            if if_not_exists and new:
+                existing = ms.get_partitions_by_names(database, table, [list(p.values) for _, p in new])
+                have = {p.values for p in existing}
+                new = [(values, p) for values, p in new if values not in have]
             if not new:
                 return []
-            ms.add_partitions(database, table, [list(p.values) for p in new], locations=[p.location for p in new])
-            for p in new:
+            ms.add_partitions(database, table, [list(p.values) for _, p in new], locations=[p.location for _, p in new])
+            for _, p in new:
                 if p.parameters:
                     ms.alter_partition(database, table, list(p.values), parameters=p.parameters)
-            return ms.get_partitions_by_names(database, table, [list(p.values) for p in new])
+            return [Partition(tbl, values, p.location, dict(p.parameters)) for values, p in new]
 
-    def get_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
-        tbl = self.metastore.get_table(database, table)
-        _values_filter(tbl, values, partial=False)
-        found = self.metastore.get_partitions_by_names(database, table, [list(values)])
+    @staticmethod
+    def get_partition(table: Table, values: Sequence[str]) -> Partition:
+        """The partition with these Hive string values (NoSuchObjectError when it does not exist)."""
+        _values_filter(table.definition, values, partial=False)
+        found = table.partitions_by_names([list(values)])
         if not found:
-            raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
+            raise NoSuchObjectError(f"partition values={list(values)} of {table.qualified_name} does not exist")
         return found[0]
 
-    def partitions_by_names(self, database: str, table: str, names: Iterable[str]) -> list[Partition]:
-        return self.metastore.get_partitions_by_names(database, table, names)
+    @staticmethod
+    def partitions_by_names(table: Table, names: Iterable[str]) -> list[Partition]:
+        return table.partitions_by_names(names)
 
-    def partitions_by_values(
-        self, database: str, table: str, values: Sequence[str], max_parts: int | None
-    ) -> list[Partition]:
+    @staticmethod
+    def partitions_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Partition]:
         """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value)."""
-        tbl = self.metastore.get_table(database, table)
-        expr = _values_filter(tbl, values, partial=True)
-        return self.metastore.get_partitions_by_filter(database, table, expr, max_parts)
+        return table.partitions(_values_filter(table.definition, values, partial=True), max_parts=max_parts)
 
-    def partitions_by_filter(self, database: str, table: str, text: str, max_parts: int | None) -> list[Partition]:
+    @staticmethod
+    def partitions_by_filter(table: Table, text: str, max_parts: int | None) -> list[Partition]:
         """Partitions matching a filter in Hive's metastore syntax."""
-        return self.metastore.get_partitions_by_filter(database, table, text, max_parts, dialect="hive")
+        return table.partitions(text, max_parts=max_parts, dialect="hive")
 
-    def partitions(self, database: str, table: str, max_parts: int | None) -> list[Partition]:
-        """Every partition (at most `max_parts`), in key order, from one snapshot."""
-        with self.metastore.snapshot():
-            return list(islice(self.metastore.iter_partitions(database, table), max_parts))
+    @staticmethod
+    def iter_partitions(table: Table, max_parts: int | None) -> Iterator[Partition]:
+        """Every partition (at most `max_parts`), in key order, streamed: call inside `snapshot()`."""
+        return islice(table.iter_partitions(), max_parts)
 
-    def partition_names(self, database: str, table: str, max_parts: int | None) -> list[str]:
-        with self.metastore.snapshot():
-            return [p.name for p in islice(self.metastore.iter_partitions(database, table), max_parts)]
-
-    def count_partitions(self, database: str, table: str) -> int:
-        return self.metastore.count_partitions(database, table)
+    @staticmethod
+    def count_partitions(table: Table) -> int:
+        return table.count_partitions()
 
     def drop_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
         """Drop one partition by its full values (NoSuchObjectError when it does not exist)."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sargable.errors import MetastoreError, TypeCoercionError
+from sargable.errors import MetastoreError, PathError, TypeCoercionError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
 from sargable.hms.extras import (
@@ -22,6 +22,7 @@ from sargable.hms.extras import (
     is_reserved,
 )
 from sargable.metastore import DEFAULT_PARTITION_NAME, Partition, TableDefinition, partition_name
+from sargable.paths import canonical_location, is_local
 from sargable.types import DataType, format_value, parse_type
 
 DDL_TIME = "transient_lastDdlTime"
@@ -135,7 +136,7 @@ class TableView:
             self.cols = [ttypes.FieldSchema(n, t, c) for n, t, c in self.extras.columns]
         comments = self.extras.partition_comments
         self.partition_cols = [ttypes.FieldSchema(n, str(t), comments.get(n)) for n, t in table.partition_keys]
-        self._storage_parts = self._sd_parts(self.extras.storage)
+        self.storage_parts = self._sd_parts(self.extras.storage)
 
     def _sd_parts(self, storage: Storage) -> dict[str, Any]:
         serde = ttypes.SerDeInfo(storage.serde_name, storage.serde_lib, dict(storage.serde_params))
@@ -155,7 +156,7 @@ class TableView:
 
     def thrift(self) -> Any:
         t, x = self.table, self.extras
-        location = t.location if x.has_location else None
+        location = hive_location(t.location) if x.has_location else None
         return ttypes.Table(
             tableName=t.name,
             dbName=t.database,
@@ -163,7 +164,7 @@ class TableView:
             createTime=x.create_time,
             lastAccessTime=x.last_access_time,
             retention=x.retention,
-            sd=ttypes.StorageDescriptor(location=location, **self._storage_parts),
+            sd=ttypes.StorageDescriptor(location=location, **self.storage_parts),
             partitionKeys=self.partition_cols,
             parameters=dict(self.parameters),
             viewOriginalText=x.view_original_text,
@@ -176,14 +177,14 @@ class TableView:
     def partition(self, part: Partition) -> Any:
         """A sargable partition as a Thrift `Partition` (values as Hive strings, NULL as the default name)."""
         extras, params = decode_partition(part.parameters)
-        parts = self._storage_parts if extras.storage is None else self._sd_parts(extras.storage)
+        parts = self.storage_parts if extras.storage is None else self._sd_parts(extras.storage)
         return ttypes.Partition(
             values=hive_values(self.table, part.values),
             dbName=self.table.database,
             tableName=self.table.name,
             createTime=extras.create_time,
             lastAccessTime=extras.last_access_time,
-            sd=ttypes.StorageDescriptor(location=part.location, **parts),
+            sd=ttypes.StorageDescriptor(location=hive_location(part.location), **parts),
             parameters=params,
         )
 
@@ -203,8 +204,9 @@ class TableView:
             # A partition without parameters stays an empty row: its create time is not kept (Hive's is).
             params = encode_partition(PartitionExtras(create_time=part.createTime or now, storage=storage), params)
         location = part.sd.location if part.sd is not None and part.sd.location else None
-        if location is not None and location.rstrip("/") == self.default_location(values):
-            location = None
+        canonical = None if location is None else _canonical(location)
+        if canonical is not None:  # (one the metastore refuses is passed on, for its error)
+            location = None if canonical == self.default_location(values) else canonical
         return NewPartition(values, location, params)
 
     def default_location(self, values: Sequence[str]) -> str:
@@ -221,5 +223,21 @@ def hive_values(table: TableDefinition, values: Sequence[Any]) -> list[str]:
     ]
 
 
+def hive_location(location: str) -> str:
+    """A stored location as Hive's clients expect it: a local path as a `file:` URI (as Spark sends it and Hive's
+    metastore returns it; a bare path would be taken on a cluster's default file system), any other URI as it is."""
+    return "file:" + location if is_local(location) else location
+
+
+def _canonical(location: str) -> str | None:
+    """The metastore's form of a location a client sent, or None when it has none (the metastore refuses it)."""
+    try:
+        return canonical_location(location, relative=False)
+    except PathError:
+        return None
+
+
 def database(name: str, location: str) -> Any:
-    return ttypes.Database(name=name, description=None, locationUri=location, parameters={}, ownerType=None)
+    return ttypes.Database(
+        name=name, description=None, locationUri=hive_location(location), parameters={}, ownerType=None
+    )

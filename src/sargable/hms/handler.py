@@ -14,17 +14,22 @@ import functools
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from thrift.Thrift import TException
+from thrift.Thrift import TException, TType
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
+from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, table_definition
+from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
+from sargable.hms.pool import CatalogPool
+from sargable.metastore import Partition, Table, TableDefinition
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 
 WRITE_METHODS = frozenset(
@@ -66,50 +71,6 @@ _PREFERENCE: list[tuple[type[BaseException], tuple[str, ...]]] = [
 ]
 
 
-class CatalogPool:
-    """At most `size` catalogs (store connections), each used by one call at a time; opened when first needed."""
-
-    def __init__(self, open_catalog: Callable[[], Catalog], size: int) -> None:
-        self._open = open_catalog
-        self._idle: list[Catalog] = []
-        self._all: list[Catalog] = []
-        self._slots = threading.BoundedSemaphore(size)
-        self._lock = threading.Lock()
-
-    def lease(self) -> Catalog:
-        self._slots.acquire()
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        try:
-            catalog = self._open()
-        except BaseException:
-            self._slots.release()
-            raise
-        with self._lock:
-            self._all.append(catalog)
-        return catalog
-
-    def give_back(self, catalog: Catalog, *, broken: bool = False) -> None:
-        """Return a leased catalog; a broken one (its store failed, or a transaction was left open) is closed."""
-        broken = broken or catalog.metastore.store.in_transaction
-        with self._lock:
-            if broken:
-                self._all.remove(catalog)
-            else:
-                self._idle.append(catalog)
-        if broken:
-            catalog.close()
-        self._slots.release()
-
-    def close(self) -> None:
-        with self._lock:
-            for catalog in self._all:
-                catalog.close()
-            self._all.clear()
-            self._idle.clear()
-
-
 class CallNote(threading.local):
     """What the current call touched, for the server's one log line per call."""
 
@@ -120,6 +81,8 @@ class CallNote(threading.local):
         self.table: str | None = None
         self.filter: str | None = None
         self.partitions: int | None = None
+        self.cached = False
+        """The reply came from the cache of encoded replies."""
         self.error: str | None = None
         self.broken = False
         """The call's store failed: its catalog (store connection) is closed instead of reused."""
@@ -152,12 +115,12 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
     name = method.__name__
 
     @functools.wraps(method)
-    def call(self: Handler, *args: Any) -> Any:
+    def call(self: Handler, *args: Any, **kwargs: Any) -> Any:
         if self.read_only and name in WRITE_METHODS:
             self.note.error = "MetaException"
             raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
         try:
-            return method(self, *args)
+            return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
                 self.note.broken = True
@@ -205,16 +168,24 @@ def _mkdirs(location: str | None) -> None:
         path.mkdir(parents=True, exist_ok=True)
 
 
+PAGE = 2048
+"""Partitions per chunk of a streamed listing (about 1 MB)."""
+
+
 def _table_name(db: str, table: str) -> str:
     return f"{db}.{table}".lower()
 
 
 class Handler(ThriftHiveMetastore.Iface):
-    """The HMS calls clients need, over one `Catalog` per worker thread (opened on the thread's first call)."""
+    """The HMS calls clients need, over one `Catalog` per call (leased from the pool on the call's first use).
 
-    def __init__(self, pool: CatalogPool, *, read_only: bool = False) -> None:
+    The calls that return partitions, partition names or a table answer with `Encoded` bytes (see `encode`); the
+    reads among them are cached by table version (see `cache`), and a whole-table listing is streamed."""
+
+    def __init__(self, pool: CatalogPool, *, read_only: bool = False, cache: ReplyCache | None = None) -> None:
         self.pool = pool
         self.read_only = read_only
+        self.cache = cache or ReplyCache(0)
         self.note = CallNote()
         self._local = threading.local()
 
@@ -234,23 +205,108 @@ class Handler(ThriftHiveMetastore.Iface):
             self.pool.give_back(catalog, broken=self.note.broken)
         self.note.reset()
 
-    def _view(self, db: str, table: str) -> TableView:
+    def _handle(self, db: str, table: str) -> Table:
         self.note.table = _table_name(db, table)
         try:
-            return TableView(self.catalog.get_table(db, table))
+            return self.catalog.table(db, table)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"{db}.{table} table not found") from None
 
-    def _partitions(self, view: TableView, parts: Any) -> list[Any]:
-        out = [view.partition(p) for p in parts]
-        self.note.partitions = len(out)
-        return out
+    def _table(self, db: str, table: str) -> TableDefinition:
+        return self._handle(db, table).definition
+
+    def _codec(self, db: str, table: str) -> TableCodec:
+        return self.cache.codec(self._table(db, table))
+
+    def _view(self, db: str, table: str) -> TableView:
+        return self._codec(db, table).view
+
+    def _one(self, codec: TableCodec, part: Partition) -> Encoded:
+        self.note.partitions = 1
+        return Encoded(TType.STRUCT, codec.partition(part))
+
+    def _cached(self, db: str, table: str, call: Hashable) -> Encoded | None:
+        """The cached reply to `call` on the table's current version, if any."""
+        hit = self.cache.get(self._table(db, table), call)
+        if hit is None:
+            return None
+        self.note.partitions, self.note.cached = hit.count, True
+        return Encoded(TType.LIST, hit.payload)
+
+    def _selected(
+        self,
+        db: str,
+        table: str,
+        call: Hashable,
+        select: Callable[[Table], Sequence[Partition]],
+        *,
+        names: bool = False,
+    ) -> Encoded:
+        """The partitions (or their names) `select(table)` reads, from one snapshot, cached by table version."""
+        hit = self._cached(db, table, call)
+        if hit is not None:
+            return hit
+        with self.catalog.snapshot():  # (Thrift exceptions are frozen: none may pass through a `with` block)
+            handle = self.catalog.table(db, table)
+            tbl = handle.definition
+            codec = self.cache.codec(tbl)
+            parts = select(handle)
+        body = codec.names(parts) if names else codec.partitions(parts)
+        payload = list_header(TType.STRING if names else TType.STRUCT, len(body)) + b"".join(body)
+        self.note.partitions = len(body)
+        self.cache.put(tbl, call, CachedReply(len(body), payload))
+        return Encoded(TType.LIST, payload)
+
+    def _listing(self, db: str, table: str, limit: int | None, *, names: bool) -> Encoded:
+        """Every partition (or name), at most `limit`: cached, or streamed from one snapshot page by page."""
+        call = ("names" if names else "partitions", limit)
+        hit = self._cached(db, table, call)
+        if hit is not None:
+            return hit
+        stream = self._stream(db, table, limit, call, names=names)
+        return Encoded(TType.LIST, next(stream), stream)
+
+    def _stream(self, db: str, table: str, limit: int | None, call: Hashable, *, names: bool) -> Iterator[bytes]:
+        """The list header (its count read in the listing's snapshot), then the encoded partitions a page at a
+        time; kept for the cache while the whole reply fits in it."""
+        catalog = self.catalog
+        with catalog.snapshot():
+            handle = catalog.table(db, table)
+            tbl = handle.definition
+            codec = self.cache.codec(tbl)
+            count = catalog.count_partitions(handle)
+            count = count if limit is None else min(count, limit)
+            self.note.partitions = count
+            head = list_header(TType.STRING if names else TType.STRUCT, count)
+            yield head
+            encode = codec.names if names else codec.partitions
+            kept: list[bytes] | None = [head]
+            size = len(head)
+            listed = 0
+            parts = catalog.iter_partitions(handle, count)
+            while page := list(islice(parts, PAGE)):
+                listed += len(page)
+                chunk = b"".join(encode(page))
+                size += len(chunk)
+                if kept is not None and size <= self.cache.largest:
+                    kept.append(chunk)
+                else:
+                    kept = None
+                yield chunk
+        if listed != count:
+            raise MetastoreError(f"{tbl.qualified_name}: listed {listed} partitions of the {count} counted")
+        if kept is not None:
+            self.cache.put(tbl, call, CachedReply(count, b"".join(kept)))
 
     # ------------------------------------------------------------------------------------- session, fb303
 
     @_hive_api
     def set_ugi(self, user_name: str, group_names: list[str]) -> list[str]:
         return [*(group_names or []), user_name]
+
+    @_hive_api
+    def get_metastore_db_uuid(self) -> str:
+        return self.catalog.store_id
 
     @_hive_api
     def get_config_value(self, name: str, defaultValue: str) -> str:
@@ -303,8 +359,8 @@ class Handler(ThriftHiveMetastore.Iface):
     # --------------------------------------------------------------------------------------------- tables
 
     @_hive_api
-    def get_table(self, dbname: str, tbl_name: str) -> Any:
-        return self._view(dbname, tbl_name).thrift()
+    def get_table(self, dbname: str, tbl_name: str) -> Encoded:
+        return Encoded(TType.STRUCT, self._codec(dbname, tbl_name).table_bytes)
 
     @_hive_api
     def get_table_req(self, req: Any) -> Any:
@@ -315,7 +371,7 @@ class Handler(ThriftHiveMetastore.Iface):
         out = []
         for name in tbl_names or []:
             try:
-                out.append(TableView(self.catalog.get_table(dbname, name)).thrift())
+                out.append(self.cache.codec(self.catalog.get_table(dbname, name)).view.thrift())
             except NoSuchObjectError:
                 continue
         return out
@@ -332,7 +388,7 @@ class Handler(ThriftHiveMetastore.Iface):
     @_hive_api
     def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:
         names = self.get_tables(db_name, pattern)
-        return [n for n in names if TableView(self.catalog.get_table(db_name, n)).extras.table_type == tableType]
+        return [n for n in names if self._view(db_name, n).extras.table_type == tableType]
 
     @_hive_api
     def get_all_tables(self, db_name: str) -> list[str]:
@@ -422,8 +478,9 @@ class Handler(ThriftHiveMetastore.Iface):
 
     # ------------------------------------------------------------------------------------ adding partitions
 
-    def _add(self, db: str, table: str, parts: list[Any], *, if_not_exists: bool) -> tuple[TableView, list[Any]]:
-        view = self._view(db, table)
+    def _add(self, db: str, table: str, parts: list[Any], *, if_not_exists: bool) -> tuple[TableCodec, list[Partition]]:
+        codec = self._codec(db, table)
+        view = codec.view
         now = int(time.time())
         new: list[NewPartition] = []
         for part in parts:
@@ -438,51 +495,56 @@ class Handler(ThriftHiveMetastore.Iface):
             raise ttypes.AlreadyExistsException(message=str(exc)) from None
         for part in added:
             _mkdirs(part.location)
-        return view, added
+        self.note.partitions = len(added)
+        return codec, added
 
     @_hive_api
-    def add_partition(self, new_part: Any) -> Any:
+    def add_partition(self, new_part: Any) -> Encoded:
         return self.add_partition_with_environment_context(new_part, None)
 
     @_hive_api
-    def add_partition_with_environment_context(self, new_part: Any, environment_context: Any) -> Any:
-        view, added = self._add(new_part.dbName, new_part.tableName, [new_part], if_not_exists=False)
-        return self._partitions(view, added)[0]
+    def add_partition_with_environment_context(self, new_part: Any, environment_context: Any) -> Encoded:
+        codec, added = self._add(new_part.dbName, new_part.tableName, [new_part], if_not_exists=False)
+        return self._one(codec, added[0])
 
     @_hive_api
     def add_partitions(self, new_parts: list[Any]) -> int:
         if not new_parts:
             return 0
         _, added = self._add(new_parts[0].dbName, new_parts[0].tableName, new_parts, if_not_exists=False)
-        self.note.partitions = len(added)
         return len(added)
 
     @_hive_api
-    def add_partitions_req(self, request: Any) -> Any:
-        view, added = self._add(request.dbName, request.tblName, request.parts or [], if_not_exists=request.ifNotExists)
-        result = self._partitions(view, added)
-        return ttypes.AddPartitionsResult(partitions=result if request.needResult else None)
+    def add_partitions_req(self, request: Any) -> Encoded:
+        codec, added = self._add(
+            request.dbName, request.tblName, request.parts or [], if_not_exists=request.ifNotExists
+        )
+        if not request.needResult:
+            return Encoded(TType.STRUCT, STOP)
+        body = codec.partitions(added)
+        partitions = field(TType.LIST, 1) + list_header(TType.STRUCT, len(body)) + b"".join(body)
+        return Encoded(TType.STRUCT, partitions + STOP)
 
     @_hive_api
-    def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Any:
+    def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Encoded:
         part = ttypes.Partition(values=list(part_vals), dbName=db_name, tableName=tbl_name)
-        view, added = self._add(db_name, tbl_name, [part], if_not_exists=False)
-        return self._partitions(view, added)[0]
+        codec, added = self._add(db_name, tbl_name, [part], if_not_exists=False)
+        return self._one(codec, added[0])
 
     @_hive_api
     def append_partition_with_environment_context(
         self, db_name: str, tbl_name: str, part_vals: list[str], environment_context: Any
-    ) -> Any:
+    ) -> Encoded:
         return self.append_partition(db_name, tbl_name, part_vals)
 
     @_hive_api
-    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Encoded:
         return self.append_partition(db_name, tbl_name, self._name_values(db_name, tbl_name, part_name))
 
     @_hive_api
     def append_partition_by_name_with_environment_context(
         self, db_name: str, tbl_name: str, part_name: str, environment_context: Any
-    ) -> Any:
+    ) -> Encoded:
         return self.append_partition_by_name(db_name, tbl_name, part_name)
 
     def _name_values(self, db: str, table: str, part_name: str) -> list[str]:
@@ -494,48 +556,56 @@ class Handler(ThriftHiveMetastore.Iface):
     # ------------------------------------------------------------------------------------ reading partitions
 
     @_hive_api
-    def get_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Any:
-        view = self._view(db_name, tbl_name)
+    def get_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Encoded:
+        self._table(db_name, tbl_name)
         try:
-            found = self.catalog.get_partition(db_name, tbl_name, part_vals)
+            with self.catalog.snapshot():
+                handle = self.catalog.table(db_name, tbl_name)
+                codec = self.cache.codec(handle.definition)
+                found = self.catalog.get_partition(handle, part_vals)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
-        return self._partitions(view, [found])[0]
+        return self._one(codec, found)
 
     @_hive_api
     def get_partition_with_auth(
         self, db_name: str, tbl_name: str, part_vals: list[str], user_name: str, group_names: list[str]
-    ) -> Any:
+    ) -> Encoded:
         return self.get_partition(db_name, tbl_name, part_vals)
 
     @_hive_api
-    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Encoded:
         return self.get_partition(db_name, tbl_name, self._name_values(db_name, tbl_name, part_name))
 
     @_hive_api
-    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[Any]:
-        view = self._view(db_name, tbl_name)
-        return self._partitions(view, self.catalog.partitions(db_name, tbl_name, _limit(max_parts)))
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> Encoded:
+        return self._listing(db_name, tbl_name, _limit(max_parts), names=False)
 
     @_hive_api
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str, group_names: list[str]
-    ) -> list[Any]:
+    ) -> Encoded:
         return self.get_partitions(db_name, tbl_name, max_parts)
 
     @_hive_api
-    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
-        self._view(db_name, tbl_name)
-        names = self.catalog.partition_names(db_name, tbl_name, _limit(max_parts))
-        self.note.partitions = len(names)
-        return names
+    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> Encoded:
+        return self._listing(db_name, tbl_name, _limit(max_parts), names=True)
+
+    def _by_values(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int, *, names: bool) -> Encoded:
+        values, limit = list(part_vals or []), _limit(max_parts)
+        self.note.filter = f"values {values}"
+        call = ("names_ps" if names else "ps", tuple(values), limit)
+        return self._selected(
+            db_name,
+            tbl_name,
+            call,
+            lambda handle: self.catalog.partitions_by_values(handle, values, limit),
+            names=names,
+        )
 
     @_hive_api
-    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int) -> list[Any]:
-        view = self._view(db_name, tbl_name)
-        self.note.filter = f"values {part_vals}"
-        found = self.catalog.partitions_by_values(db_name, tbl_name, part_vals or [], _limit(max_parts))
-        return self._partitions(view, found)
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int) -> Encoded:
+        return self._by_values(db_name, tbl_name, part_vals, max_parts, names=False)
 
     @_hive_api
     def get_partitions_ps_with_auth(
@@ -546,38 +616,41 @@ class Handler(ThriftHiveMetastore.Iface):
         max_parts: int,
         user_name: str,
         group_names: list[str],
-    ) -> list[Any]:
+    ) -> Encoded:
         return self.get_partitions_ps(db_name, tbl_name, part_vals, max_parts)
 
     @_hive_api
-    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int) -> list[str]:
-        self._view(db_name, tbl_name)
-        self.note.filter = f"values {part_vals}"
-        names = [
-            p.name for p in self.catalog.partitions_by_values(db_name, tbl_name, part_vals or [], _limit(max_parts))
-        ]
-        self.note.partitions = len(names)
-        return names
+    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int) -> Encoded:
+        return self._by_values(db_name, tbl_name, part_vals, max_parts, names=True)
 
     @_hive_api
-    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int) -> list[Any]:
-        view = self._view(db_name, tbl_name)
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int) -> Encoded:
         self.note.filter = filter
-        found = self.catalog.partitions_by_filter(db_name, tbl_name, filter, _limit(max_parts))
-        return self._partitions(view, found)
+        limit = _limit(max_parts)
+        return self._selected(
+            db_name,
+            tbl_name,
+            ("filter", filter, limit),
+            lambda handle: self.catalog.partitions_by_filter(handle, filter, limit),
+        )
 
     @_hive_api
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
-        self._view(db_name, tbl_name)
+        handle = self._handle(db_name, tbl_name)
         self.note.filter = filter
-        count = len(self.catalog.partitions_by_filter(db_name, tbl_name, filter, None))
+        count = len(self.catalog.partitions_by_filter(handle, filter, None))
         self.note.partitions = count
         return count
 
     @_hive_api
-    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: list[str]) -> list[Any]:
-        view = self._view(db_name, tbl_name)
-        return self._partitions(view, self.catalog.partitions_by_names(db_name, tbl_name, names or []))
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: list[str]) -> Encoded:
+        wanted = list(names or [])
+        return self._selected(
+            db_name,
+            tbl_name,
+            ("by_names", tuple(wanted)),
+            lambda handle: self.catalog.partitions_by_names(handle, wanted),
+        )
 
     @_hive_api
     def partition_name_to_vals(self, part_name: str) -> list[str]:
@@ -650,3 +723,5 @@ IMPLEMENTED = frozenset(
     name for name, value in vars(Handler).items() if callable(value) and not name.startswith("_") and name != "end_call"
 )
 """The API methods the handler answers; the server answers every other one with UNKNOWN_METHOD."""
+ENCODED = frozenset(name for name in IMPLEMENTED if getattr(Handler, name).__annotations__.get("return") == "Encoded")
+"""The methods whose answer is `Encoded` bytes (annotated so): the server writes their replies itself."""

@@ -21,13 +21,16 @@ from io import BytesIO
 from typing import Any
 
 from thrift.protocol.TProtocol import TProtocolException
-from thrift.Thrift import TApplicationException, TMessageType, TType
+from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 from thrift.transport.TTransport import TBufferedTransport, TMemoryBuffer, TTransportBase, TTransportException
 
 from sargable.errors import SargableError
 from sargable.hms.bindings import TBinaryProtocol, ThriftHiveMetastore
+from sargable.hms.cache import ReplyCache
 from sargable.hms.catalog import Catalog
-from sargable.hms.handler import IMPLEMENTED, CatalogPool, Handler
+from sargable.hms.encode import STOP, Encoded, field, message_header
+from sargable.hms.handler import ENCODED, IMPLEMENTED, Handler
+from sargable.hms.pool import CatalogPool
 
 log = logging.getLogger("sargable.hms")
 
@@ -58,7 +61,10 @@ class ServerConfig:
     idle_timeout: float = 3600.0
     """A connection with no call for this long is closed."""
     read_timeout: float = 120.0
-    """A request that stops arriving mid-message for this long ends its connection."""
+    """A request that stops arriving mid-message for this long ends its connection (and a reply the client
+    stops reading)."""
+    cache_bytes: int = 256 * 1024 * 1024
+    """Encoded replies kept, keyed by table version (0: none)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -67,6 +73,8 @@ class ServerConfig:
             raise SargableError(f"--workers must be at least 1, got {self.workers}")
         if self.max_connections < 1:
             raise SargableError(f"max_connections must be at least 1, got {self.max_connections}")
+        if self.cache_bytes < 0:
+            raise SargableError(f"--cache-mb must be 0 or more, got {self.cache_bytes / 2**20:g}")
 
 
 class MessageTooLarge(TTransportException):
@@ -105,6 +113,36 @@ class _Buffered(TBufferedTransport):
         return buf.tell() < buf.getbuffer().nbytes
 
 
+class _Reply:
+    """A call's reply: kept until the call has given its catalog back, then sent (`flush`); a streamed listing
+    sends as it goes (`write(..., stream=True)`, at least FLUSH bytes at a time), except in one frame (framed
+    transport), which is sent whole."""
+
+    FLUSH = 256 * 1024
+
+    def __init__(self, sock: socket.socket, framed: bool) -> None:
+        self.sock = sock
+        self.framed = framed
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes, *, stream: bool = False) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        if stream and not self.framed and self.size >= self.FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.framed:
+            if self.parts:
+                self.sock.sendall(struct.pack("!i", self.size) + self.parts[0])
+                for part in self.parts[1:]:
+                    self.sock.sendall(part)
+        elif self.parts:
+            self.sock.sendall(b"".join(self.parts))
+        self.parts, self.size = [], 0
+
+
 def _recv_exactly(sock: socket.socket, count: int) -> bytes:
     chunks, got = [], 0
     while got < count:
@@ -122,10 +160,14 @@ class HmsServer:
     def __init__(self, open_catalog: Callable[[], Catalog], config: ServerConfig) -> None:
         self.config = config
         self.pool = CatalogPool(open_catalog, config.workers)
-        self.handler = Handler(self.pool, read_only=config.read_only)
+        self.handler = Handler(self.pool, read_only=config.read_only, cache=ReplyCache(config.cache_bytes))
         self.processor = ThriftHiveMetastore.Processor(self.handler)
         processor = ThriftHiveMetastore.Processor
-        self.calls = {name: getattr(processor, f"process_{name}") for name in IMPLEMENTED}
+        self.calls = {name: getattr(processor, f"process_{name}") for name in IMPLEMENTED - ENCODED}
+        self.encoded = {
+            name: (getattr(ThriftHiveMetastore, f"{name}_args"), getattr(ThriftHiveMetastore, f"{name}_result"))
+            for name in ENCODED
+        }
         self.started = time.time()
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
@@ -211,6 +253,7 @@ class HmsServer:
         name = f"{peer[0]}:{peer[1]}"
         try:
             sock.settimeout(self.config.read_timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if not self._wait_readable(sock):
                 return
             framed = self._framing(sock)
@@ -232,11 +275,9 @@ class HmsServer:
                     source: Any = TMemoryBuffer(_recv_exactly(sock, size))
                 else:
                     source = buffered
-                out = TMemoryBuffer()
-                self._call(self._protocol(source), self._protocol(out), name)
-                reply = out.getvalue()
-                if reply:
-                    sock.sendall(struct.pack("!i", len(reply)) + reply if framed else reply)
+                reply = _Reply(sock, framed)
+                self._call(self._protocol(source), reply, name)
+                reply.flush()
         except MessageTooLarge as exc:
             log.warning("%s: %s; closing", name, exc.message)
         except OverflowError as exc:
@@ -257,13 +298,16 @@ class HmsServer:
             container_length_limit=self.config.max_container_items,
         )
 
-    def _call(self, iprot: Any, oprot: Any, peer: str) -> None:
-        """Read one request and write its answer (a malformed request raises: the connection ends)."""
+    def _call(self, iprot: Any, reply: _Reply, peer: str) -> None:
+        """Read one request and write its answer (a malformed request, or a reply that fails mid-stream, raises:
+        the connection ends)."""
         started = time.perf_counter()
         method, kind, seqid = iprot.readMessageBegin()
         if kind not in (TMessageType.CALL, TMessageType.ONEWAY):
             raise TProtocolException(TProtocolException.INVALID_DATA, f"message type {kind} from a client")
         status = "ok"
+        out = TMemoryBuffer()
+        oprot = self._protocol(out)
         try:
             if method in FB303_ONEWAY:
                 iprot.skip(TType.STRUCT)
@@ -272,6 +316,9 @@ class HmsServer:
                 iprot.skip(TType.STRUCT)
                 iprot.readMessageEnd()
                 self._fb303_reply(oprot, method, seqid)
+            elif method in self.encoded:
+                self._encoded_call(method, seqid, iprot, reply)
+                status = self.handler.note.error or "ok"
             elif method in self.calls:
                 self.calls[method](self.processor, seqid, iprot, oprot)
                 status = self.handler.note.error or "ok"
@@ -283,8 +330,10 @@ class HmsServer:
                 error.write(oprot)
                 oprot.writeMessageEnd()
                 status = "unknown method"
+            if out.getvalue():
+                reply.write(out.getvalue())
         except Exception:
-            status = "malformed"
+            status = self.handler.note.error or "malformed"
             raise
         finally:
             note = self.handler.note
@@ -295,11 +344,67 @@ class HmsServer:
                 fields.append(f"filter={note.filter!r}")
             if note.partitions is not None:
                 fields.append(f"partitions={note.partitions}")
+            if note.cached:
+                fields.append("cached")
             fields.append(f"ms={(time.perf_counter() - started) * 1000:.1f}")
             fields.append(status)
             fields.append(f"peer={peer}")
             self.handler.end_call()
             log.info(" ".join(fields))
+
+    def _encoded_call(self, method: str, seqid: int, iprot: Any, reply: _Reply) -> None:
+        """Answer a method whose handler returns `Encoded` bytes: message header, the success field, its bytes
+        (streamed chunk by chunk for a long listing), the result's stop byte. A declared Hive exception is written
+        through the method's generated result struct, as the generated processor does."""
+        args_type, result_type = self.encoded[method]
+        args = args_type()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        kwargs = {spec[2]: getattr(args, spec[2]) for spec in args.thrift_spec if spec is not None}
+        try:
+            encoded: Encoded = getattr(self.handler, method)(**kwargs)
+        except TTransportException:
+            raise
+        except TException as exc:
+            reply.write(self._exception_reply(result_type, method, seqid, exc))
+            return
+        except Exception:
+            log.exception("%s: unexpected error in the handler", method)
+            error = TApplicationException(TApplicationException.INTERNAL_ERROR, "Internal error")
+            reply.write(self._exception_reply(result_type, method, seqid, error))
+            return
+        reply.write(message_header(method, TMessageType.REPLY, seqid) + field(encoded.ttype, 0) + encoded.head)
+        if encoded.rest is not None:
+            try:
+                for chunk in encoded.rest:
+                    reply.write(chunk, stream=True)
+            except Exception:
+                self.handler.note.error = "failed mid-reply"
+                raise
+            finally:
+                encoded.rest.close()
+        reply.write(STOP)
+
+    def _exception_reply(self, result_type: type, method: str, seqid: int, exc: TException) -> bytes:
+        """The reply carrying `exc`: in its declared field of the result struct, else as a TApplicationException."""
+        result: Any = result_type()
+        kind = TMessageType.EXCEPTION
+        for spec in result.thrift_spec:
+            if spec is not None and spec[2] != "success" and spec[1] == TType.STRUCT and isinstance(exc, spec[3][0]):
+                setattr(result, spec[2], exc)
+                kind = TMessageType.REPLY
+                break
+        else:
+            if not isinstance(exc, TApplicationException):
+                log.error("%s: %s is not declared by the method", method, type(exc).__name__)
+                exc = TApplicationException(TApplicationException.INTERNAL_ERROR, "Internal error")
+            result = exc
+        out = TMemoryBuffer()
+        oprot = self._protocol(out)
+        oprot.writeMessageBegin(method, kind, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        return out.getvalue()
 
     def _fb303_reply(self, oprot: Any, method: str, seqid: int) -> None:
         ttype, value = FB303_REPLIES[method]
