@@ -450,7 +450,7 @@ def cmd_optimize(args: argparse.Namespace, console: Console) -> None:
         if args.json:
             _print_json({"dry_run": True, **plan.to_dict()})
         else:
-            console.print(plan.format(), highlight=False)
+            console.print(plan.format(), highlight=False, soft_wrap=True)
             console.print("a dry run: nothing was written")
         return
     try:
