@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import json
 import math
 import os
 from collections import Counter
@@ -220,3 +221,20 @@ def test_two_optimizes_of_one_partition_one_wins(spark: Any, spark_metastore: An
     assert _on_disk(location) == _accounted(spark_metastore, table), "the loser's files are deleted"
     staging = os.path.join(location, "_sargable_staging")
     assert not os.path.isdir(staging) or not os.listdir(staging)
+
+
+def test_the_command_optimizes_and_describes(spark: Any, spark_metastore: Any, capsys: Any) -> None:
+    from sargable.cli import main
+
+    table = "opt.cli"
+    _append(spark, spark_metastore, table, 0, 120)
+    before = _multiset(spark, spark_metastore, table)
+    listed = len(spark_metastore.table(table).files())
+    assert main(["--metastore", spark_metastore.url, "optimize", table, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["files_removed"] == listed and result["files_added"] == 2 and len(result["versions"]) == 1
+    assert result["retained"] == listed and result["deleted"] == 0
+    assert _multiset(spark, spark_metastore, table) == before
+    assert main(["--metastore", spark_metastore.url, "describe", table, "--json"]) == 0
+    health = json.loads(capsys.readouterr().out)
+    assert health["layouts"] == {"compacted": 2} and health["removed_files_retained"] == listed
