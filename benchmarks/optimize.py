@@ -1,43 +1,46 @@
-"""Compaction and clustering (issue 21, phase A): files kept by 20 selective filters on data columns, counted with
-each layout's own file statistics, before and after rewriting the same data.
+"""Compaction and clustering end to end (issue 21): files and bytes that 20 selective filters on data columns read
+through `sgs.read`, and their end-to-end times, before `sgs.optimize`, after compaction, after clustering, and the
+same data z-ordered by delta-rs; a full scan's time in each state; optimize's time against Spark reading and
+rewriting the same data with a plain `df.write`.
 
     .venv/bin/python benchmarks/optimize.py                 # small: 600,000 rows, 10 days, 12 appends x 8 files
     .venv/bin/python benchmarks/optimize.py --full          # the issue's table: 20,000,000 rows, 30 days, 48 x 30
-    options: --rows N --days D --appends A --files-per-append F --target-file-bytes B --buckets K
-             --sample-rows S --slack X --seed N --workdir DIR --json benchmarks/results/optimize.json
+    options: --rows N --days D --appends A --files-per-append F --target-file-bytes B --repeat R --master URL
+             --seed N --workdir DIR --json benchmarks/results/optimize.json --plot docs/img
 
 The table `(ds date, user_id bigint, amount double, event_time timestamp, country string)` is partitioned by `ds`.
 Rows are generated with numpy from a fixed seed: `user_id` Zipf-skewed (exponent 1.1 over `rows / 20` users whose
 ids are scattered at random over `[1, 10 x users]`, so hot users are not the small ids), `amount` log-normal
 (0.5% NULL), `event_time` within its day with an evening peak, `country` one of 20 with a skew (0.5% NULL). Each
 append holds a random share of every day's rows and writes `F` files per day, as Spark tasks over unsorted input
-do, so every small file spans nearly the whole range of every data column.
+do, so every small file spans nearly the whole range of every data column. The files are written with pyarrow
+(zstd, timestamps adjusted to UTC as Spark writes them) into the table's folder and committed to a fresh SQLite
+metastore with their footer statistics, as `sgs.write` would.
 
-Layouts, all zstd Parquet written with pyarrow (delta-rs writes zstd too), their statistics read back from the
-footers with `sargable.stats_from_parquet` and filters evaluated with `sargable.select_files`:
+States, each measured with `sgs.read(spark, table, where=filter).count()` (files and bytes from its scan report;
+the best of `--repeat` runs) and a full scan (`sum(amount)` over every row):
 
-- `appended`: the files as written;
-- `compacted`: `sargable.rewrite.plan_rewrite` (Iceberg's size rules) over the appended files, the rows of each
-  rewritten partition concatenated in order and cut into the planned number of files;
-- `z-order` / `hilbert`: the same plan with `cluster_by=["user_id", "event_time"]`, the rows ordered by
-  `sargable.curves.Clustering` (quantile codes from a sample of `--sample-rows` rows of the partition) and cut;
-- `z@delta` / `hilbert@delta`: the same orders cut into as many files per partition as delta-rs wrote (the curve's
-  quality at equal file counts);
+- `before`: the files as appended;
+- `compacted`: after `sgs.optimize(spark, table, target_file_bytes=target)`;
+- `clustered`: after `sgs.optimize(spark, table, cluster_by=["user_id", "event_time"], target_file_bytes=target)`;
 - `delta-rs`: the appended files converted to a Delta table (`convert_to_deltalake`, hard links, no copy) and
-  `DeltaTable.optimize.z_order(["user_id", "event_time"], target_size=...)`; its files' min/max/NULL counts from
-  `DeltaTable.get_add_actions()`, evaluated by the same `select_files`.
+  `DeltaTable.optimize.z_order(["user_id", "event_time"], target_size=target)`; the files a filter keeps are
+  counted with its own statistics (`DeltaTable.get_add_actions()` min/max/NULL counts, evaluated by
+  `sargable.select_files`); no end-to-end time.
 
 "matching" counts the files of a layout that really hold a matching row (a pyarrow dataset scan): no layout can
-read fewer. The default target file size is a 24th of a partition's appended bytes, so every partition is cut into
-enough files for clustering to show (the issue's 128 MiB target leaves one file per day at these sizes).
-Phase B replaces the pyarrow rewrites by `sgs.optimize` and adds end-to-end `sgs.read` times.
+read fewer. Every filter must count the same rows in every state (the benchmark checks it). The plain-write
+baseline is `spark.read.parquet(location).repartition("ds").write.partitionBy("ds").parquet(...)` over the
+appended files. Everything is timed warm: a read and an optimize of a small scratch table run first. The default
+target file size is a 24th of a partition's appended bytes, so every partition is cut into enough files for
+clustering to show (the issue's 128 MiB target leaves one file per day at these sizes). Timings on a shared machine
+are indicative only.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import itertools
 import json
 import os
 import shutil
@@ -45,7 +48,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,9 +59,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 import sargable as sg
-from sargable.curves import DEFAULT_BUCKETS, Clustering, cut_boundaries
 from sargable.health import layout_health
-from sargable.rewrite import RewritePlan, plan_rewrite
 
 SCHEMA = [
     ("ds", "date"),
@@ -68,10 +68,12 @@ SCHEMA = [
     ("event_time", "timestamp"),
     ("country", "string"),
 ]
+UTC_MICROS = pa.timestamp("us", tz="UTC")
 DATA_SCHEMA = pa.schema(
-    [("user_id", pa.int64()), ("amount", pa.float64()), ("event_time", pa.timestamp("us")), ("country", pa.string())]
+    [("user_id", pa.int64()), ("amount", pa.float64()), ("event_time", UTC_MICROS), ("country", pa.string())]
 )
 CLUSTER_BY = ["user_id", "event_time"]
+TABLE = "bench.events"
 FIRST_DAY = dt.date(2024, 1, 1)
 COUNTRIES = ["US", "IN", "BR", "DE", "GB", "FR", "JP", "MX", "ID", "TR", "IT", "ES", "CA", "KR", "AU", "NL", "PL"]
 COUNTRIES += ["SE", "UA", "ZA"]
@@ -79,6 +81,8 @@ SMALL = {"rows": 600_000, "days": 10, "appends": 12, "files_per_append": 8}
 FULL = {"rows": 20_000_000, "days": 30, "appends": 48, "files_per_append": 30}
 AMOUNT_MU, AMOUNT_SIGMA = 3.5, 1.0
 HOUR_WEIGHTS = np.array([2, 1, 1, 1, 1, 2, 3, 4, 5, 5, 5, 5, 6, 5, 5, 5, 6, 7, 9, 10, 10, 8, 5, 3], dtype=float)
+STATES = ("before", "compacted", "clustered")
+LAYOUTS = (*STATES, "delta-rs")
 
 Partitions = dict[str, list[sg.FileStats]]
 
@@ -114,25 +118,16 @@ def generate_day(day: dt.date, rows: int, population: Population, rng: np.random
         {
             "user_id": pa.array(user_id, pa.int64()),
             "amount": pa.array(amount, mask=rng.random(rows) < 0.005),
-            "event_time": pa.array(micros, pa.int64()).cast(pa.timestamp("us")),
+            "event_time": pa.array(micros, pa.int64()).cast(UTC_MICROS),
             "country": pa.array(country, pa.string(), mask=rng.random(rows) < 0.005),
         },
         schema=DATA_SCHEMA,
     )
 
 
-def _write(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, compression="zstd")
-
-
-def _stats(path: Path, day: dt.date) -> sg.FileStats:
-    return sg.stats_from_parquet(path, SCHEMA, partition={"ds": day})
-
-
-def write_appended(root: Path, args: argparse.Namespace, population: Population) -> Partitions:
+def write_appended(root: Path, args: argparse.Namespace, population: Population) -> list[sg.FileStats]:
     """The as-appended layout: per day, each row goes to a random append and a random task (file) of it."""
-    partitions: Partitions = {}
+    out = []
     per_day = np.full(args.days, args.rows // args.days)
     per_day[: args.rows % args.days] += 1
     files_per_day = args.appends * args.files_per_append
@@ -144,85 +139,31 @@ def write_appended(root: Path, args: argparse.Namespace, population: Population)
         order = np.argsort(label, kind="stable")
         table = table.take(pa.array(order))
         bounds = np.searchsorted(label[order], np.arange(files_per_day + 1))
-        files = []
         for f in range(files_per_day):
             if bounds[f + 1] == bounds[f]:
                 continue
             append, task = divmod(f, args.files_per_append)
             path = root / _day_name(day) / f"part-{append:03d}-{task:03d}.parquet"
-            _write(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path)
-            files.append(_stats(path, day))
-        partitions[_day_name(day)] = files
-    return partitions
-
-
-def _read(files: list[sg.FileStats]) -> pa.Table:
-    return pa.concat_tables([pq.read_table(f.path, schema=DATA_SCHEMA) for f in files])
-
-
-def _write_files(parts: list[pa.Table], directory: Path, day: dt.date) -> list[sg.FileStats]:
-    out = []
-    for i, part in enumerate(p for p in parts if len(p)):
-        path = directory / _day_name(day) / f"part-{i:05d}.parquet"
-        _write(part, path)
-        out.append(_stats(path, day))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path, compression="zstd")
+            out.append(sg.stats_from_parquet(path, SCHEMA, partition={"ds": day}))
     return out
 
 
-def even_cut(table: pa.Table, count: int) -> list[pa.Table]:
-    """The rows as they come, cut into `count` files of equal rows (compaction)."""
-    size = -(-len(table) // count)
-    return [table.slice(start, size) for start in range(0, len(table), size)]
-
-
-def curve_cut(curve: str, args: argparse.Namespace) -> Callable[[pa.Table, int], list[pa.Table]]:
-    """The rows along the curve, cut at `cut_boundaries`: ranks and cut keys from a sample of the partition, as a
-    Spark job would take them on the driver."""
-
-    def cut(table: pa.Table, count: int) -> list[pa.Table]:
-        sample = table
-        if len(table) > args.sample_rows:
-            picks = np.random.default_rng(args.seed).choice(len(table), args.sample_rows, replace=False)
-            sample = table.take(pa.array(np.sort(picks)))
-        clustering = Clustering.fit(sample, CLUSTER_BY, curve=curve, buckets=args.buckets)
-        boundaries = cut_boundaries(np.sort(clustering.keys(sample).to_numpy()), count, args.slack)
-        ordered = table.take(clustering.sort_indices(table))
-        file_of = np.searchsorted(boundaries, clustering.keys(ordered).to_numpy(), side="right")
-        starts = np.searchsorted(file_of, np.arange(len(boundaries) + 2))
-        return [ordered.slice(a, b - a) for a, b in itertools.pairwise(starts)]
-
-    return cut
-
-
-def rewrite(
-    source: Partitions,
-    plan: RewritePlan,
-    directory: Path,
-    arrange: Callable[[pa.Table, int], list[pa.Table]],
-    counts: dict[str, int] | None = None,
-) -> Partitions:
-    """A layout after `plan`: each rewritten partition's rows arranged into the planned number of files (or
-    `counts[partition]`); the files the plan leaves alone carried over."""
-    planned = {p.partition: p for p in plan.partitions}
-    out: Partitions = {}
-    for name, files in source.items():
-        entry = planned.get(name)
-        if entry is None:
-            out[name] = list(files)
-            continue
-        count = counts.get(name, entry.output_files) if counts else entry.output_files
-        parts = arrange(_read(list(entry.rewrite)), count)
-        out[name] = list(entry.keep) + _write_files(parts, directory, files[0].partition["ds"])
-    return out
+def _naive_utc(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
 
 
 def _delta_column(row: dict[str, Any], name: str) -> sg.ColumnStats:
     """A column's statistics from a Delta add action; Delta keeps timestamps to the millisecond, so a timestamp max
     is widened by 1 ms (as Delta's own readers do) to stay an upper bound."""
-    high = row.get(f"max.{name}")
+    high = _naive_utc(row.get(f"max.{name}"))
     if isinstance(high, dt.datetime):
         high += dt.timedelta(milliseconds=1)
-    return sg.ColumnStats(min=row.get(f"min.{name}"), max=high, null_count=row.get(f"null_count.{name}"))
+    low = _naive_utc(row.get(f"min.{name}"))
+    return sg.ColumnStats(min=low, max=high, null_count=row.get(f"null_count.{name}"))
 
 
 def delta_layout(appended: Path, directory: Path, target: int) -> tuple[Partitions, float]:
@@ -261,7 +202,7 @@ class Filter:
 
 
 def _timestamp(value: dt.datetime) -> pa.Scalar:
-    return pa.scalar(value, pa.timestamp("us"))
+    return pa.scalar(value.replace(tzinfo=dt.UTC), UTC_MICROS)
 
 
 def make_filters(population: Population, days: int, seed: int) -> list[Filter]:
@@ -295,10 +236,6 @@ def make_filters(population: Population, days: int, seed: int) -> list[Filter]:
     return out
 
 
-def _all(partitions: Partitions) -> list[sg.FileStats]:
-    return [f for files in partitions.values() for f in files]
-
-
 def matching_files(files: list[sg.FileStats], flt: Filter) -> int:
     """How many of the files hold at least one row matching the filter (a scan of the data)."""
     dataset = pads.dataset([f.path for f in files], format="parquet", schema=DATA_SCHEMA)
@@ -306,117 +243,208 @@ def matching_files(files: list[sg.FileStats], flt: Filter) -> int:
     return len({batch.fragment.path for batch in batches if batch.record_batch.num_rows})
 
 
-def evaluate(layouts: dict[str, Partitions], filters: list[Filter]) -> list[dict[str, Any]]:
-    rows = []
+def _best(repeat: int, run: Any) -> tuple[float, Any]:
+    """The shortest of `repeat` timed runs, and the last result."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def measure(spark: Any, ms: sg.Metastore, filters: list[Filter], repeat: int) -> dict[str, Any]:
+    """One state of the table: per filter the files and bytes `sgs.read` selects, rows, time; a full scan's time."""
+    from pyspark.sql import functions as F
+
+    from sargable import spark as sgs
+
+    files = ms.table(TABLE).files()
+    out: dict[str, Any] = {"files": files, "filters": []}
     for flt in filters:
-        row: dict[str, Any] = {"filter": flt.text}
-        for name, partitions in layouts.items():
-            files = _all(partitions)
-            kept = sg.select_files(flt.text, files, SCHEMA)
-            row[name] = {
-                "files": len(kept),
-                "bytes": sum(f.size_bytes for f in kept),
+        df = sgs.read(spark, TABLE, where=flt.text, metastore=ms)
+        report = sgs.scan_report(df)
+        seconds, rows = _best(repeat, lambda t=flt.text: sgs.read(spark, TABLE, where=t, metastore=ms).count())
+        out["filters"].append(
+            {
+                "files": report.files_selected,
+                "bytes": report.bytes_selected,
                 "matching": matching_files(files, flt),
+                "rows": rows,
+                "seconds": seconds,
             }
-        rows.append(row)
-    return rows
+        )
+    full = sgs.read(spark, TABLE, metastore=ms).agg(F.sum("amount"), F.count(F.lit(1)))
+    out["full_scan_s"], _ = _best(repeat, lambda: full.collect())
+    return out
 
 
-def _median(rows: list[dict[str, Any]], layout: str, key: str = "files") -> float:
-    return float(statistics.median(r[layout][key] for r in rows))
+def warm_up_optimize(spark: Any, ms: sg.Metastore, location: Path, population: Population) -> None:
+    """Optimize a small scratch table once, so that the timed optimizes don't pay for starting Spark's Python
+    workers and the first Arrow UDF (a cost of the first optimize of a session, 25 s of a 38 s compaction under
+    load)."""
+    from sargable import spark as sgs
+
+    small = argparse.Namespace(rows=2000, days=1, appends=2, files_per_append=2, seed=0)
+    ms.create_table("bench", "warmup", SCHEMA[1:], SCHEMA[:1], location=str(location))
+    ms.commit("bench", "warmup", add_files=write_appended(location, small, population))
+    sgs.optimize(spark, "bench.warmup", cluster_by=CLUSTER_BY, target_file_bytes=1024, metastore=ms, progress=False)
 
 
-def report(rows: list[dict[str, Any]], layouts: dict[str, Partitions]) -> str:
-    names = list(layouts)
+def plain_rewrite_seconds(spark: Any, location: Path, out: Path) -> float:
+    """Spark reading the appended files and writing them again, one task per day: the baseline of optimize."""
+    started = time.perf_counter()
+    spark.read.parquet(str(location)).repartition("ds").write.partitionBy("ds").parquet(str(out))
+    return time.perf_counter() - started
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def report(result: dict[str, Any]) -> str:
+    """The results as text: files (matching) and seconds per filter and state, medians, full scans, optimize."""
+    rows = result["filters"]
     width = max(len(r["filter"]) for r in rows)
-    cell = max(10, *(len(n) + 1 for n in names))
-    lines = [f"{'files kept (matching)':<{width}}" + "".join(f"{n:>{cell + 8}}" for n in names)]
+    lines = [f"{'files kept (matching), seconds':<{width}}" + "".join(f"{n:>22}" for n in LAYOUTS)]
     for r in rows:
-        cells = "".join(f"{r[n]['files']:>{cell}} ({r[n]['matching']:>5})" for n in names)
-        lines.append(f"{r['filter']:<{width}}{cells}")
-    lines.append(f"{'median files kept':<{width}}" + "".join(f"{_median(rows, n):>{cell + 8},.1f}" for n in names))
-    base = _median(rows, names[0])
-    lines.append(
-        f"{'median / ' + names[0]:<{width}}" + "".join(f"{_median(rows, n) / base:>{cell + 8}.4f}" for n in names)
-    )
-    totals = "".join(f"{len(_all(layouts[n])):>{cell + 8},}" for n in names)
-    lines.append(f"{'files in the layout':<{width}}{totals}")
-    mib = "".join(f"{sum(f.size_bytes for f in _all(layouts[n])) / 2**20:>{cell + 8},.1f}" for n in names)
+        cells = []
+        for name in LAYOUTS:
+            entry = r[name]
+            time_text = f" {entry['seconds']:5.2f}s" if "seconds" in entry else "       "
+            cells.append(f"{entry['files']:>8,} ({entry['matching']:>4,}){time_text}")
+        lines.append(f"{r['filter']:<{width}}" + "".join(f"{c:>22}" for c in cells))
+    medians = result["median_files"]
+    lines.append(f"{'median files kept':<{width}}" + "".join(f"{medians[n]:>22,.1f}" for n in LAYOUTS))
+    base = medians["before"] or 1.0
+    lines.append(f"{'median / before':<{width}}" + "".join(f"{medians[n] / base:>22.4f}" for n in LAYOUTS))
+    lines.append(f"{'files in the layout':<{width}}" + "".join(f"{result['files'][n]:>22,}" for n in LAYOUTS))
+    mib = "".join(f"{result['bytes'][n] / 2**20:>22,.1f}" for n in LAYOUTS)
     lines.append(f"{'MiB in the layout':<{width}}{mib}")
+    seconds = result["seconds"]
+    lines.append("")
+    lines.append(
+        "median filter time (s): "
+        + ", ".join(f"{n} {seconds['median_filter'][n]:.2f}" for n in STATES)
+        + "; full scan (s): "
+        + ", ".join(f"{n} {seconds['full_scan'][n]:.2f}" for n in STATES)
+    )
+    lines.append(
+        f"optimize (s): compaction {seconds['optimize_compaction']:.1f}, "
+        f"clustering {seconds['optimize_clustering']:.1f}; plain df.write rewrite {seconds['plain_write']:.1f}; "
+        f"delta-rs z_order {seconds['delta_z_order']:.1f}"
+    )
+    targets = result["targets"]
+    lines.append(
+        "targets: clustered median <= before / 10: {clustered_tenth}; clustered median <= delta-rs: "
+        "{clustered_vs_delta}; full scan after compaction 3x faster: {full_scan_3x}; compaction within 1.5x of a "
+        "plain write: {optimize_1_5x}".format(**targets)
+    )
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> None:
-    """Build the layouts in `args.workdir`, count the files each filter keeps, print and write the results."""
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Build the table in `args.workdir`, optimize it twice, measure every state; returns the results."""
+    from sargable import spark as sgs
+
     population = Population.make(max(1000, args.rows // 20), np.random.default_rng([args.seed, 0]))
-    timings: dict[str, float] = {}
-
+    location = args.workdir / "warehouse" / "events"
     started = time.perf_counter()
-    appended = write_appended(args.workdir / "appended", args, population)
-    timings["generate and write appended"] = time.perf_counter() - started
-    day_bytes = statistics.median(sum(f.size_bytes for f in files) for files in appended.values())
+    appended = write_appended(location, args, population)
+    generate_s = time.perf_counter() - started
+    day_bytes = statistics.median(
+        sum(f.size_bytes for f in appended if f.partition["ds"] == day) for day in {f.partition["ds"] for f in appended}
+    )
     target = args.target_file_bytes or max(1024, int(day_bytes // 24))
+    delta, delta_s = delta_layout(location, args.workdir / "delta", target)
 
-    compaction = plan_rewrite(appended, target_file_bytes=target)
-    clustering = plan_rewrite(appended, target_file_bytes=target, cluster_by=CLUSTER_BY)
-    print(clustering.format(max_partitions=3), file=sys.stderr)
-
-    layouts: dict[str, Partitions] = {"appended": appended}
-    started = time.perf_counter()
-    layouts["compacted"] = rewrite(appended, compaction, args.workdir / "compacted", even_cut)
-    timings["compact (pyarrow)"] = time.perf_counter() - started
-    cuts = {curve: curve_cut(curve, args) for curve in ("zorder", "hilbert")}
-    for curve, label in (("zorder", "z-order"), ("hilbert", "hilbert")):
-        started = time.perf_counter()
-        layouts[label] = rewrite(appended, clustering, args.workdir / curve, cuts[curve])
-        timings[f"cluster {label} (pyarrow)"] = time.perf_counter() - started
-    delta, timings["delta-rs z_order"] = delta_layout(args.workdir / "appended", args.workdir / "delta", target)
-    counts = {name: len(files) for name, files in delta.items()}
-    for curve, label in (("zorder", "z@delta"), ("hilbert", "hilbert@delta")):
-        layouts[label] = rewrite(appended, clustering, args.workdir / f"{curve}-delta", cuts[curve], counts)
-    layouts["delta-rs"] = delta
-
+    ms = sg.Metastore.open(f"sqlite:///{args.workdir / 'metastore.db'}", warehouse=args.workdir / "warehouse")
+    ms.create_database("bench")
+    ms.create_table("bench", "events", SCHEMA[1:], SCHEMA[:1], location=str(location))
+    ms.commit("bench", "events", add_files=appended)
+    spark = sgs.local_session("sargable optimize benchmark", master=args.master)
     filters = make_filters(population, args.days, args.seed)
-    rows = evaluate(layouts, filters)
-    print(report(rows, layouts))
+
+    sgs.read(spark, TABLE, metastore=ms).count()  # warms the JVM up before anything is timed
+    warm_up_optimize(spark, ms, args.workdir / "warehouse" / "warmup", population)
+    states = {"before": measure(spark, ms, filters, args.repeat)}
+    plain_s = plain_rewrite_seconds(spark, location, args.workdir / "plain")
+    compaction = sgs.optimize(spark, TABLE, target_file_bytes=target, metastore=ms, progress=False)
+    states["compacted"] = measure(spark, ms, filters, args.repeat)
+    clustering = sgs.optimize(
+        spark, TABLE, cluster_by=CLUSTER_BY, target_file_bytes=target, metastore=ms, progress=False
+    )
+    states["clustered"] = measure(spark, ms, filters, args.repeat)
+    delta_files = [f for files in delta.values() for f in files]
+
+    rows = []
+    for index, flt in enumerate(filters):
+        row: dict[str, Any] = {"filter": flt.text}
+        for name in STATES:
+            row[name] = states[name]["filters"][index]
+        kept = sg.select_files(flt.text, delta_files, SCHEMA)
+        row["delta-rs"] = {
+            "files": len(kept),
+            "bytes": sum(f.size_bytes for f in kept),
+            "matching": matching_files(delta_files, flt),
+        }
+        counts = {row[name]["rows"] for name in STATES}
+        if len(counts) != 1:
+            raise SystemExit(f"{flt.text}: the states count different rows {counts}: optimize lost or added rows")
+        rows.append(row)
+    files = {name: states[name]["files"] for name in STATES} | {"delta-rs": delta_files}
+    median_files = {name: _median([r[name]["files"] for r in rows]) for name in LAYOUTS}
+    seconds = {
+        "generate": generate_s,
+        "median_filter": {name: _median([r[name]["seconds"] for r in rows]) for name in STATES},
+        "full_scan": {name: states[name]["full_scan_s"] for name in STATES},
+        "optimize_compaction": compaction.seconds,
+        "optimize_clustering": clustering.seconds,
+        "plain_write": plain_s,
+        "delta_z_order": delta_s,
+    }
+    by_partition = {
+        name: {
+            _day_name(day): [f for f in layout if f.partition["ds"] == day]
+            for day in sorted({f.partition["ds"] for f in layout})
+        }
+        for name, layout in files.items()
+    }
     health = {
         name: layout_health(partitions, SCHEMA, CLUSTER_BY, target_file_bytes=target).to_dict()
-        for name, partitions in layouts.items()
+        for name, partitions in by_partition.items()
     }
-    print("\nmean share of the column's range one file covers (sargable.health):")
-    for name, entry in health.items():
-        spread = ", ".join(f"{c['column']} {100 * c['coverage']:.1f}%" for c in entry["columns"])
-        print(
-            f"  {name:<14} {entry['files']:>7,} files, {entry['files_per_partition_median']:>7,g}/partition: {spread}"
-        )
-    print("\ntimings (s, one run, shared machine): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
-
     result = {
         "benchmark": "optimize",
-        "phase": "A (layouts written with pyarrow; sgs.optimize and sgs.read times in phase B)",
         "config": {
             "rows": args.rows,
             "days": args.days,
             "appends": args.appends,
             "files_per_append": args.files_per_append,
             "target_file_bytes": target,
-            "buckets": args.buckets,
-            "sample_rows": args.sample_rows,
-            "slack": args.slack,
+            "repeat": args.repeat,
+            "master": args.master,
             "seed": args.seed,
             "cluster_by": CLUSTER_BY,
         },
-        "plans": {"compaction": compaction.to_dict(), "clustering": clustering.to_dict()},
         "filters": rows,
-        "median_files": {name: _median(rows, name) for name in layouts},
+        "median_files": median_files,
+        "files": {name: len(layout) for name, layout in files.items()},
+        "bytes": {name: sum(f.size_bytes for f in layout) for name, layout in files.items()},
+        "seconds": seconds,
+        "optimize": {"compaction": compaction.to_dict(), "clustering": clustering.to_dict()},
         "health": health,
-        "timings_s": timings,
+        "targets": {
+            "clustered_tenth": median_files["clustered"] <= median_files["before"] / 10,
+            "clustered_vs_delta": median_files["clustered"] <= median_files["delta-rs"],
+            "full_scan_3x": seconds["full_scan"]["compacted"] * 3 <= seconds["full_scan"]["before"],
+            "optimize_1_5x": compaction.seconds <= 1.5 * plain_s,
+        },
     }
-    for plan in result["plans"].values():
-        plan.pop("partitions")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.json}", file=sys.stderr)
+    for entry in result["optimize"].values():
+        entry["plan"].pop("partitions")
+    ms.close()
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -427,12 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int)
     parser.add_argument("--files-per-append", type=int)
     parser.add_argument("--target-file-bytes", type=int, help="default: a 24th of a partition's appended bytes")
-    parser.add_argument("--buckets", type=int, default=DEFAULT_BUCKETS, help="quantile points per column")
-    parser.add_argument("--sample-rows", type=int, default=100_000, help="rows of a partition the ranks come from")
-    parser.add_argument("--slack", type=float, default=0.25, help="share of a file a cut may move to align to a cell")
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs per measurement; the best is kept (1)")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temporary one, removed after)")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/optimize.json"))
+    parser.add_argument("--plot", type=Path, help="also draw the plot into this folder (as benchmarks/plots.py does)")
     args = parser.parse_args(argv)
     for key, value in (FULL if args.full else SMALL).items():
         if getattr(args, key) is None:
@@ -443,9 +471,18 @@ def main(argv: list[str] | None = None) -> int:
     elif args.workdir.exists():
         shutil.rmtree(args.workdir)
     try:
-        run(args)
+        result = run(args)
     finally:
         shutil.rmtree(args.workdir, ignore_errors=True)
+    print(report(result))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"wrote {args.json}", file=sys.stderr)
+    if args.plot is not None:
+        from plots import plot_optimize
+
+        args.plot.mkdir(parents=True, exist_ok=True)
+        print(f"wrote {plot_optimize(result, args.plot)}", file=sys.stderr)
     return 0
 
 

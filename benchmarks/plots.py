@@ -1,12 +1,13 @@
 """PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, files read per
-TPC-DS query, data-skipping tightness and speed, the Hive metastore API (Hive's own vs `sargable serve`).
+TPC-DS query, data-skipping tightness and speed, the Hive metastore API (Hive's own vs `sargable serve`), files
+read per filter before and after `sgs.optimize`.
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json`,
-`tpcds.json`, `skipping.json` and `hms.json`. A plot whose results file is missing is skipped with a message,
-never drawn from invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no display
-is needed.
+`tpcds.json`, `skipping.json`, `hms.json` and `optimize.json`. A plot whose results file is missing is skipped with
+a message, never drawn from invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no
+display is needed.
 """
 
 from __future__ import annotations
@@ -342,6 +343,66 @@ def plot_hms(data: dict[str, Any], out: Path) -> Path:
     return path
 
 
+# ------------------------------------------------------------------------------------------ optimize
+
+OPTIMIZE_LAYOUTS = [
+    ("before", "#9ca3af", "as appended"),
+    ("compacted", "#f59e0b", "sgs.optimize (compaction)"),
+    ("clustered", "#1f6feb", "sgs.optimize cluster_by"),
+    ("delta-rs", "#d97706", "delta-rs z_order"),
+]
+
+
+def plot_optimize(data: dict[str, Any], out: Path) -> Path:
+    """Files read per selective filter (log scale) in each layout, and the times of scans and of optimize itself."""
+    filters = data["filters"]
+    names = [f["filter"] if len(f["filter"]) <= 34 else f["filter"][:33] + "…" for f in filters]
+    fig, (files_ax, time_ax) = plt.subplots(2, 1, figsize=(14, 9.5), gridspec_kw={"height_ratios": [3, 1.3]})
+    width = 0.2
+    xs = range(len(names))
+    for n, (layout, color, label) in enumerate(OPTIMIZE_LAYOUTS):
+        values = [max(f[layout]["files"], 0.8) for f in filters]
+        median = data["median_files"][layout]
+        offsets = [x + (n - 1.5) * width for x in xs]
+        files_ax.bar(offsets, values, width, color=color, label=f"{label} (median {median:,.0f})")
+    files_ax.set_yscale("log")
+    files_ax.set_ylabel("files read (log scale)")
+    files_ax.set_xticks(list(xs), names, rotation=60, ha="right", fontsize=8)
+    files_ax.set_title("Files a selective filter reads through sgs.read, per layout of the same rows", fontsize=12)
+    files_ax.legend(loc="upper left", frameon=False, ncol=2, fontsize=9)
+
+    seconds = data["seconds"]
+    bars = [
+        ("full scan, as appended", seconds["full_scan"]["before"], "#9ca3af"),
+        ("full scan, compacted", seconds["full_scan"]["compacted"], "#f59e0b"),
+        ("full scan, clustered", seconds["full_scan"]["clustered"], "#1f6feb"),
+        ("median filter, as appended", seconds["median_filter"]["before"], "#9ca3af"),
+        ("median filter, clustered", seconds["median_filter"]["clustered"], "#1f6feb"),
+        ("plain df.write rewrite", seconds["plain_write"], "#6b7280"),
+        ("sgs.optimize compaction", seconds["optimize_compaction"], "#f59e0b"),
+        ("sgs.optimize cluster_by", seconds["optimize_clustering"], "#1f6feb"),
+        ("delta-rs z_order", seconds["delta_z_order"], "#d97706"),
+    ]
+    drawn = time_ax.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
+    time_ax.bar_label(drawn, labels=[f"{b[1]:.1f} s" for b in bars], fontsize=8, padding=3)
+    time_ax.invert_yaxis()
+    time_ax.set_xlabel("seconds")
+    time_ax.tick_params(axis="y", labelsize=8)
+    time_ax.margins(x=0.15)
+    config = data["config"]
+    fig.suptitle(
+        f"{config['rows']:,} rows, {config['days']} days, {config['appends']} appends x "
+        f"{config['files_per_append']} files; cluster_by {', '.join(config['cluster_by'])}",
+        fontsize=13,
+    )
+    _footer(fig, f"benchmarks/optimize.py, Spark {config['master']}, target file {config['target_file_bytes']:,} bytes")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    path = out / "optimize_files_read.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -357,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         ("tpcds.json", plot_tpcds),
         ("skipping.json", plot_skipping),
         ("hms.json", plot_hms),
+        ("optimize.json", plot_optimize),
     ]
     for name, plot in plots:
         data = _load(results / name)

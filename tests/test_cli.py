@@ -411,3 +411,43 @@ def test_partition_filter_on_a_data_column_names_the_partition_keys(capsys, meta
     assert "sargable explain sales.events FILTER" in err
     code, _, err = run(capsys, "--metastore", metastore_url, "partitions", "sales.events", "--filter", "nosuch > 1")
     assert code == 1 and "nor a column" in err and "partition keys: ds, hr" in err
+
+
+def test_describe_and_optimize_dry_run_read_the_metastore_only(capsys, metastore_url) -> None:
+    mib = 1024**2
+    with Metastore.open(metastore_url) as ms:
+        location = ms.get_table("sales", "events").location
+        files = [
+            sg.FileStats(
+                f"{location}/ds=2024-01-0{day}/hr=1/part-{i}.parquet",
+                100,
+                size,
+                {"amount": sg.ColumnStats(float(i), float(i) + 1, 0)},
+                partition={"ds": f"2024-01-0{day}", "hr": 1},
+            )
+            for day, sizes in ((1, [mib] * 5), (2, [120 * mib]))
+            for i, size in enumerate(sizes)
+        ]
+        version = ms.commit("sales", "events", add_files=files).version
+    code, out, _ = run(capsys, "--metastore", metastore_url, "describe", "sales.events", "--json")
+    health = json.loads(out)
+    assert code == 0 and health["files"] == 6 and health["small_files"] == 5
+    assert health["layouts"] == {"as written": 6} and health["removed_files_retained"] == 0
+    assert [c["column"] for c in health["columns"]] == ["amount"]
+    code, out, _ = run(capsys, "--metastore", metastore_url, "describe", "sales.events")
+    assert code == 0 and "small files:" in out and "6 as written" in out
+    base = ["--metastore", metastore_url, "optimize", "sales.events", "--dry-run"]
+    code, out, _ = run(capsys, *base, "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["dry_run"] and plan["layout"] == "compacted"
+    assert [(p["partition"], p["files_in"]) for p in plan["partitions"]] == [("ds=2024-01-01/hr=1", 5)]
+    code, out, _ = run(capsys, *base, "--cluster-by", "amount", "--where", "ds = '2024-01-02'", "--json")
+    assert code == 0 and json.loads(out)["partitions"] == [], "one file near the target is left alone"
+    code, out, _ = run(capsys, *base, "--cluster-by", "amount", "--target-file-size", "64MiB")
+    assert code == 0 and "hilbert(amount)" in out and "a dry run: nothing was written" in out
+    code, _, err = run(capsys, *base, "--cluster-by", "hr")
+    assert code == 1 and "partition key" in err and len(err.splitlines()) == 1
+    code, _, err = run(capsys, *base, "--target-file-size", "lots")
+    assert code == 2 and "expected a size" in err
+    with Metastore.open(metastore_url) as ms:
+        assert ms.table("sales.events").version == version and len(ms.table("sales.events").files()) == 6

@@ -434,3 +434,49 @@ def test_vacuum_deletes_exactly_the_garbage_set(scratch, tree, registered, outsi
     assert before - after == garbage
     assert sorted(deleted) == sorted(garbage)
     assert all(t.exists() for t in targets)
+
+
+# ------------------------------------------------------------------------------------------ removed files (tombstones)
+
+
+def test_removed_files_stay_until_the_retention_has_passed(ms: Metastore) -> None:
+    from sargable.vacuum import expire_removed
+
+    table, location = new_table(ms, "r")
+    old = [touch(location / "ds=a" / f"part-{i}.parquet") for i in range(3)]
+    for path in old:
+        register(ms, table, str(path), {"ds": "a"})
+    handle = ms.table(table)
+    result = handle.commit(remove_files=[str(old[0]), str(old[1])], add_files=[])
+    assert [(t.path, t.version) for t in ms.table(table).tombstones()] == [
+        (str(old[0]), result.version),
+        (str(old[1]), result.version),
+    ]
+    assert vacuum(ms, table) == [] and all(p.exists() for p in old)
+    kept = sgs.vacuum(table, metastore=ms, dry_run=True, older_than=0)
+    assert kept == [], "removed files within the retention are not garbage"
+    assert expire_removed(ms, "db", "r").deleted == () and all(p.exists() for p in old)
+    with pytest.raises(sg.MetastoreError, match="not a non-negative number of seconds"):
+        ms.table(table).set_properties({sg.metastore.RETENTION_PROPERTY: "soon"})
+    ms.table(table).set_properties({sg.metastore.RETENTION_PROPERTY: "0"})
+    assert ms.table(table).retention_seconds == 0
+    expired = expire_removed(ms, "db", "r")
+    assert set(expired.deleted) == {str(old[0]), str(old[1])} and old[2].exists()
+    assert not old[0].exists() and not old[1].exists() and ms.table(table).tombstones() == []
+    with pytest.raises(sg.CommitConflictError, match="another commit removed it"):
+        ms.table(table).commit(remove_files=[str(old[0]), str(old[2])], add_files=[])
+    assert ms.table(table).has_file(str(old[2])), "a conflicting commit removes nothing"
+
+
+def test_vacuum_forgets_tombstones_of_files_gone_and_drop_table_clears_them(ms: Metastore) -> None:
+    table, location = new_table(ms, "g")
+    paths = [touch(location / "ds=a" / f"part-{i}.parquet") for i in range(2)]
+    for path in paths:
+        register(ms, table, str(path), {"ds": "a"})
+    ms.table(table).commit(remove_files=[str(p) for p in paths], add_files=[])
+    paths[0].unlink()
+    vacuum(ms, table)
+    assert [t.path for t in ms.table(table).tombstones()] == [str(paths[1])] and paths[1].exists()
+    definition = ms.get_table("db", "g")
+    ms.drop_table("db", "g")
+    assert ms.tombstones(definition, [str(paths[1])]) == []

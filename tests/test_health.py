@@ -144,6 +144,7 @@ def test_layout_health_counts_files_per_partition_and_small_files():
     text = str(health)
     assert "17 (3.5 per partition median, 10 max)" in text and "15 (88.2%)" in text and "x  10.0%" in text
     assert json.loads(json.dumps(health.to_dict()))["columns"][0]["column"] == "x"
+    assert health.layouts == (("as written", 17),) and "layouts:             17 as written" in text
     with pytest.raises(OptimizeError, match="unknown column"):
         layout_health(partitions, [("x", "int")], ["z"])
     with pytest.raises(OptimizeError, match="no order"):

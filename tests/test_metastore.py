@@ -203,7 +203,7 @@ def test_commit_adds_partitions_and_files_atomically(metastore: Metastore) -> No
     version = metastore.get_table("db", "t").version
     with pytest.raises(sg.AlreadyExistsError):
         metastore.commit("db", "t", add_files=[files[0]])
-    with pytest.raises(sg.NoSuchObjectError):
+    with pytest.raises(sg.CommitConflictError, match="another commit removed it"):
         metastore.commit("db", "t", add_files=[], remove_files=["/nope.parquet"])
     assert metastore.get_table("db", "t").version == version
 

@@ -258,7 +258,7 @@ def test_a_failing_change_leaves_every_keyspace_as_it_was(url: str, monkeypatch:
     clash = dataclasses.replace(_files(5, 2)[1], path=_files(0, 0)[0].path)
     with pytest.raises(sg.AlreadyExistsError):
         ms.commit(DB, TABLE, add_files=[*_files(5, 2), clash], replace_partitions=[("a", 0, 1)])
-    with pytest.raises(sg.NoSuchObjectError):
+    with pytest.raises(sg.CommitConflictError):
         ms.commit(DB, TABLE, add_files=_files(5, 3), remove_files=[_files(0, 0)[0].path, "/missing.parquet"])
     with pytest.raises(sg.CommitConflictError):
         ms.commit(DB, TABLE, add_files=_files(5, 4), expected_version=ms.get_table(DB, TABLE).version - 1)

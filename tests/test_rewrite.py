@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from sargable.errors import OptimizeError
 from sargable.rewrite import (
     CLUSTERING,
+    COMPACTED,
     LARGE_FILES,
     SMALL_FILES,
     file_size_limits,
@@ -92,14 +94,22 @@ def test_clustering_rewrites_whole_partitions_of_two_files_or_more():
     ]
     assert plan.cluster_by == ("user_id", "event_time")
     assert plan_rewrite(partitions, target_file_bytes=target).partitions[0].partition == "d"
-    clustered = [f.path for files in partitions.values() for f in files]
-    again = plan_rewrite(partitions, target_file_bytes=target, cluster_by=["user_id"], clustered=clustered)
+    tag = "hilbert(user_id)"
+    clustered = {name: [dataclasses.replace(f, layout=tag) for f in files] for name, files in partitions.items()}
+    again = plan_rewrite(clustered, target_file_bytes=target, cluster_by=["user_id"], layout=tag)
     assert [p.partition for p in again.partitions] == ["d"]
-    appended = {"a": [*partitions["a"], *_files([MIB], "a/new")]}
-    assert (
-        len(plan_rewrite(appended, target_file_bytes=target, cluster_by=["user_id"], clustered=clustered).partitions)
-        == 1
-    )
+    other = plan_rewrite(clustered, target_file_bytes=target, cluster_by=["user_id"], layout="zorder(user_id)")
+    assert [p.partition for p in other.partitions] == ["a", "d"]
+    appended = {"a": [*clustered["a"], *_files([MIB], "a/new")]}
+    assert len(plan_rewrite(appended, target_file_bytes=target, cluster_by=["user_id"], layout=tag).partitions) == 1
+
+
+def test_compaction_leaves_alone_small_files_an_optimize_wrote():
+    target = 100 * MIB
+    written = [dataclasses.replace(f, layout=COMPACTED) for f in _files([60 * MIB] * 3, "a")]
+    assert plan_rewrite({"a": written}, target_file_bytes=target).partitions == ()
+    plan = plan_rewrite({"a": [*written, *_files([MIB] * 4, "a/new")]}, target_file_bytes=target)
+    assert [(len(p.rewrite), len(p.keep)) for p in plan.partitions] == [(4, 3)]
 
 
 SIZES = st.lists(st.integers(0, 1000), max_size=12)
@@ -110,24 +120,26 @@ def test_every_file_is_rewritten_kept_or_untouched_exactly_once(sizes: dict, tar
     cluster = data.draw(st.booleans())
     min_input_files = data.draw(st.integers(1, 6))
     partitions = {name: _files(s, name) for name, s in sizes.items()}
-    every = [f.path for files in partitions.values() for f in files]
-    clustered = set(data.draw(st.lists(st.sampled_from(every), unique=True))) if every else set()
+    layouts = st.sampled_from([None, COMPACTED, "hilbert(x)"])
+    partitions = {
+        name: [dataclasses.replace(f, layout=data.draw(layouts)) for f in files] for name, files in partitions.items()
+    }
     plan = plan_rewrite(
         partitions,
         target_file_bytes=target,
         min_input_files=min_input_files,
         cluster_by=["x"] if cluster else [],
-        clustered=clustered,
+        layout="hilbert(x)",
     )
     low, high = file_size_limits(target)
     planned = {p.partition: p for p in plan.partitions}
     for name, files in partitions.items():
         entry = planned.get(name)
-        far = [f for f in files if not low <= f.size_bytes <= high]
+        far = [f for f in files if (f.size_bytes < low and f.layout is None) or f.size_bytes > high]
         too_large = any(f.size_bytes > high for f in files)
         if entry is None:
             if cluster:
-                assert not too_large and (len(files) < 2 or all(f.path in clustered for f in files))
+                assert not too_large and (len(files) < 2 or all(f.layout == "hilbert(x)" for f in files))
             else:
                 assert len(far) < max(2, min_input_files) and not too_large
             continue
@@ -135,9 +147,9 @@ def test_every_file_is_rewritten_kept_or_untouched_exactly_once(sizes: dict, tar
         assert entry.output_files >= 1
         if cluster:
             assert not entry.keep
-            assert too_large or (len(files) >= 2 and any(f.path not in clustered for f in files))
+            assert too_large or (len(files) >= 2 and any(f.layout != "hilbert(x)" for f in files))
         else:
-            assert all(low <= f.size_bytes <= high for f in entry.keep)
+            assert all(f.size_bytes <= high and (f.size_bytes >= low or f.layout is not None) for f in entry.keep)
             assert [f.path for f in entry.rewrite] == [f.path for f in far]
         expected = output_file_count(sum(f.size_bytes for f in entry.rewrite), target, low, high)
         assert entry.output_files == expected

@@ -94,7 +94,7 @@ def apply(ms: Metastore, table: str, op: tuple) -> None:
             chosen = sorted({paths[i % len(paths)] for i in op[1]}) if paths else []
             if op[2]:
                 failed = True
-                with pytest.raises(NoSuchObjectError):
+                with pytest.raises(CommitConflictError):
                     ms.commit(DB, table, remove_files=[*chosen, "/w/missing.parquet"])
             else:
                 ms.commit(DB, table, remove_files=chosen)

@@ -1,4 +1,5 @@
-"""The `sargable` command line: explain filters; create tables, list and add partitions; vacuum; benchmark; demo.
+"""The `sargable` command line: explain filters; create tables, list and add partitions; describe, optimize and
+vacuum tables; benchmark; demo.
 
 Exit status: 0 on success; 1 with a one-line `error: ...` on bad input (a `SargableError`, or a file that can't be
 read); 2 with `error: ...` on a bad command line. `--json` gives machine-readable output where a command prints
@@ -481,6 +482,91 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
     console.print("deleted" if args.delete else "a dry run: --delete deletes them")
 
 
+# ------------------------------------------------------------------------------------------ describe, optimize
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
+_SIZE_UNITS |= {"g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+
+
+def _size(text: str) -> int:
+    """`134217728`, `128MiB`, `128m`, `1g` -> bytes (units are powers of 1024)."""
+    number = text.strip().rstrip("BbIiKkMmGg")
+    unit = text.strip()[len(number) :].lower()
+    try:
+        value = float(number) * _SIZE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected a size such as 134217728 or 128MiB, got {text!r}") from None
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+    return int(value)
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def cmd_describe(args: argparse.Namespace, console: Console) -> None:
+    from sargable.maintenance import describe
+
+    with _metastore(args) as ms:
+        columns = _names(args.columns) if args.columns is not None else None
+        health = describe(ms, args.table, columns, target_file_bytes=args.target_file_size)
+        table = ms.table(args.table)
+        head = {
+            "table": table.qualified_name,
+            "location": table.location,
+            "version": table.version,
+            "retention_seconds": table.retention_seconds,
+            "removed_files_retained": len(table.tombstones()),
+        }
+    if args.json:
+        _print_json({**head, **health.to_dict()})
+        return
+    lines = [
+        f"table:               {head['table']} (version {head['version']})",
+        f"location:            {head['location']}",
+        f"removed files:       {head['removed_files_retained']:,} kept on disk for the retention of "
+        f"{head['retention_seconds']:,.0f} s",
+        str(health),
+    ]
+    console.print("\n".join(lines), highlight=False, soft_wrap=True)
+
+
+def cmd_optimize(args: argparse.Namespace, console: Console) -> None:
+    options = {
+        "where": args.where,
+        "cluster_by": _names(args.cluster_by) if args.cluster_by else None,
+        "target_file_bytes": args.target_file_size,
+        "min_input_files": args.min_input_files,
+        "curve": args.curve,
+    }
+    if args.dry_run:
+        from sargable.maintenance import plan_optimize
+
+        with _metastore(args) as ms:
+            plan = plan_optimize(ms, args.table, **options)
+        if args.json:
+            _print_json({"dry_run": True, **plan.to_dict()})
+        else:
+            console.print(plan.format(), highlight=False, soft_wrap=True)
+            console.print("a dry run: nothing was written")
+        return
+    try:
+        from sargable.spark import local_session, optimize
+    except ImportError as exc:
+        raise SargableError(f"optimize needs Spark: pip install 'sargable[spark]' ({exc})") from None
+    with _metastore(args) as ms:
+        spark = local_session("sargable optimize", master=args.master)
+        progress = Console(stderr=True).is_terminal
+        result = optimize(spark, args.table, metastore=ms, progress=progress, **options)
+    if args.json:
+        _print_json(result.to_dict())
+        return
+    data = {key: value for key, value in result.to_dict().items() if key not in ("plan", "dry_run")}
+    data["seconds"] = f"{result.seconds:.1f}"
+    _print_mapping(console, f"optimize {result.table}", data)
+
+
 # ------------------------------------------------------------------------------------------ bench
 
 _COUNTRIES = ("BR", "CA", "DE", "FR", "IN", "JP", "UK", "US")
@@ -688,6 +774,27 @@ def build_parser() -> argparse.ArgumentParser:
     vacuum.add_argument("--older-than", type=_seconds, default=3600.0, help="spare files younger (default 3600 s)")
     vacuum.add_argument("--json", action="store_true", help="print JSON")
     vacuum.set_defaults(func=cmd_vacuum)
+
+    describe = sub.add_parser("describe", help="a table's layout health: files per partition, small files, ranges")
+    describe.add_argument("table", help="DB.TABLE")
+    describe.add_argument("--columns", help="columns whose range per file to show (default: every orderable one)")
+    describe.add_argument(
+        "--target-file-size", type=_size, default=128 * 1024**2, help="files under 3/4 of it are small (128MiB)"
+    )
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    describe.set_defaults(func=cmd_describe)
+
+    optimize = sub.add_parser("optimize", help="compact small files and cluster rows by columns (Spark)")
+    optimize.add_argument("table", help="DB.TABLE")
+    optimize.add_argument("--where", help="only the partitions this partition filter selects")
+    optimize.add_argument("--cluster-by", metavar="COL,...", help="data columns to cluster the rows by")
+    optimize.add_argument("--curve", default="hilbert", choices=["hilbert", "zorder"], help="(default hilbert)")
+    optimize.add_argument("--target-file-size", type=_size, default=128 * 1024**2, help="(default 128MiB)")
+    optimize.add_argument("--min-input-files", type=int, default=2, help="small files that make a rewrite (2)")
+    optimize.add_argument("--dry-run", action="store_true", help="print the plan only (no Spark, nothing written)")
+    optimize.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    optimize.add_argument("--json", action="store_true", help="print JSON")
+    optimize.set_defaults(func=cmd_optimize)
 
     bench = sub.add_parser("bench", help="time partition filters on a synthetic table in a temporary metastore")
     bench.add_argument("--partitions", type=int, default=100_000, help="table size (default 100,000)")

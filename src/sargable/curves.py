@@ -44,6 +44,15 @@ KEY_BITS = 63
 """Keys use at most 63 bits, so they are non-negative `int64` values."""
 
 
+def layout_tag(curve: str, columns: Sequence[str]) -> str:
+    """The `FileStats.layout` of files clustered along `curve` over `columns`, e.g. `hilbert(user_id, event_time)`
+    (a name that isn't a plain identifier is quoted in backticks, as Spark quotes it, so tags never collide)."""
+    if curve not in CURVES:
+        raise OptimizeError(f"unknown curve {curve!r}; use one of {', '.join(CURVES)}")
+    names = [c if c.isidentifier() else "`" + c.replace("`", "``") + "`" for c in columns]
+    return f"{curve}({', '.join(names)})"
+
+
 def default_bits(columns: int) -> int:
     """Bits per column for `columns` clustered columns: as many as fit in a 63-bit key, at most 20."""
     if columns < 1 or columns > KEY_BITS // 2:

@@ -11,7 +11,9 @@ on the current directory). It then deletes a file only when
    share a folder: each vacuum leaves the other's files alone);
 3. it is not the metastore's database file nor one of its side files (`-wal`, `-shm`, `-journal`), by path or by
    identity (a hard link is the same file);
-4. no table of the metastore lists it, under any spelling (`paths.spellings`): asked right before the delete.
+4. no table of the metastore lists it, under any spelling (`paths.spellings`): asked right before the delete;
+5. no commit removed it from the table less than the table's retention ago (its tombstone, see
+   `sargable.metastore.tombstones`): a reader of an older snapshot may still read it.
 
 Empty folders are removed only with `rmdir` (never a recursive delete). Whatever is refused or fails is returned as
 a reason, never raised, so callers (vacuum, a write's cleanup after its commit) report it.
@@ -22,12 +24,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sargable.errors import DeletionRefusedError, PathError, SargableError
 from sargable.fs import DIRECTORY, FILE, FileSystem
 from sargable.metastore import Metastore, TableDefinition
+from sargable.metastore.tombstones import retention_seconds
 from sargable.paths import (
     canonical_file_path,
     canonical_location,
@@ -36,6 +40,7 @@ from sargable.paths import (
     join_path,
     parts_of,
     relative_parts,
+    spellings,
 )
 
 _NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -114,12 +119,21 @@ class Deleter:
         try:
             foreign = self._foreign_table(forms)
             listed = self.ms.tables_listing(path)
+            removed = self.ms.tombstones(self.table, spellings(path))
+            retention = retention_seconds(self.table) if removed else 0.0
         except SargableError as exc:
             return f"can't ask the metastore about it: {exc}"
         if foreign is not None:
             return f"it lies under the location of table {foreign}"
         if listed:
             return f"table {', '.join(listed)} lists it"
+        age = time.time() - max((t.removed_at for t in removed), default=0.0)
+        if removed and age < retention:
+            version = max(t.version for t in removed)
+            return (
+                f"version {version} of {self.table.qualified_name} removed it {age:,.0f} s ago; it stays for readers "
+                f"of older snapshots until the table's retention ({retention:,.0f} s) has passed"
+            )
         return None
 
     def refusal(self, path: str) -> str | None:

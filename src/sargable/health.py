@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
 _TAIL_BYTES = 8
 
+AS_WRITTEN = "as written"
 VALUE = "value"
 STRING_PREFIX = "string prefix"
 
@@ -71,6 +73,8 @@ class LayoutHealth:
     """Files under this size count as small (those optimize rewrites as too small)."""
     small_files: int
     columns: tuple[ColumnSpread, ...]
+    layouts: tuple[tuple[str, int], ...] = ()
+    """Files by `FileStats.layout` (`as written` for files no optimize wrote), most files first."""
 
     @property
     def small_file_share(self) -> float:
@@ -88,6 +92,7 @@ class LayoutHealth:
             "small_files": self.small_files,
             "small_file_share": self.small_file_share,
             "columns": [c.to_dict() for c in self.columns],
+            "layouts": dict(self.layouts),
         }
 
     def __str__(self) -> str:
@@ -98,6 +103,8 @@ class LayoutHealth:
             f"small files:         {self.small_files:,} ({_percent(self.small_file_share)}) under "
             f"{self.small_file_bytes:,} bytes",
         ]
+        if self.layouts:
+            lines.append("layouts:             " + "; ".join(f"{count:,} {name}" for name, count in self.layouts))
         if self.columns:
             lines.append("range per file:      mean share of a column's range that one file's min..max covers")
             width = max(len(c.column) for c in self.columns)
@@ -203,4 +210,5 @@ def layout_health(
         small_file_bytes=small,
         small_files=sum(1 for f in every if f.size_bytes < small),
         columns=tuple(column_coverage(every, c, types[c]) for c in columns),
+        layouts=tuple(Counter(f.layout or AS_WRITTEN for f in every).most_common()),
     )

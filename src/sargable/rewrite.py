@@ -4,13 +4,15 @@ The rules are Iceberg's `rewrite_data_files` (bin-pack and sort strategies), who
 close to:
 
 - A file is **far from the target** when it is smaller than `min_file_bytes` (0.75 x `target_file_bytes`) or larger
-  than `max_file_bytes` (1.8 x); files in between are left alone by compaction.
+  than `max_file_bytes` (1.8 x); files in between are left alone by compaction, and so are small files that an
+  optimize wrote (`FileStats.layout` set): an estimate of output bytes from input bytes can't make them bigger, so
+  rewriting them again would only churn.
 - Compaction rewrites a partition's far files when there are at least `min_input_files` of them (and at least two:
   one small file rewritten alone stays small), or when one of them is too large (it is split).
 - Clustering (`cluster_by`) rewrites every file of a partition together, so the whole partition follows one curve,
   when the partition has at least two files or one too large; a partition of one file in range is left alone
-  (clustering it can't change which files a filter skips), and so is one whose files were all written clustered
-  by the same columns (`clustered`: their paths), so running optimize again rewrites only what changed.
+  (clustering it can't change which files a filter skips), and so is one whose files all have the `layout` this
+  clustering writes (`sargable.curves.layout_tag`), so running optimize again rewrites only what changed.
 - The number of output files is Iceberg's: `input bytes / target`, rounded up when the remainder would make a file
   of at least `min_file_bytes`, else rounded down if spreading the remainder keeps the average file under
   1.1 x target and under the write maximum (halfway between target and `max_file_bytes`); at least one.
@@ -18,7 +20,7 @@ close to:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +31,9 @@ DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
 MIN_FILE_RATIO = 0.75
 MAX_FILE_RATIO = 1.8
 DEFAULT_MIN_INPUT_FILES = 2
+
+COMPACTED = "compacted"
+"""The `FileStats.layout` of the files a compaction (an optimize without `cluster_by`) writes."""
 
 SMALL_FILES = "small files"
 LARGE_FILES = "large files"
@@ -180,19 +185,20 @@ def _partition_plan(
     high: int,
     min_input_files: int,
     cluster: bool,
-    clustered: Collection[str],
+    layout: str | None,
 ) -> PartitionRewrite | None:
     too_large = [f for f in files if f.size_bytes > high]
     if cluster:
-        if not too_large and (len(files) < 2 or all(f.path in clustered for f in files)):
+        if not too_large and (len(files) < 2 or all(f.layout is not None and f.layout == layout for f in files)):
             return None
         rewrite, keep, reason = tuple(files), (), CLUSTERING
     else:
-        far = [f for f in files if f.size_bytes < low or f.size_bytes > high]
+        is_far = [(f.size_bytes < low and f.layout is None) or f.size_bytes > high for f in files]
+        far = [f for f, flag in zip(files, is_far, strict=True) if flag]
         if not too_large and len(far) < max(2, min_input_files):
             return None
         rewrite = tuple(far)
-        keep = tuple(f for f in files if low <= f.size_bytes <= high)
+        keep = tuple(f for f, flag in zip(files, is_far, strict=True) if not flag)
         reason = LARGE_FILES if too_large and len(far) == len(too_large) else SMALL_FILES
     count = output_file_count(sum(f.size_bytes for f in rewrite), target, low, high)
     return PartitionRewrite(name, rewrite, keep, count, reason)
@@ -206,9 +212,10 @@ def plan_rewrite(
     cluster_by: Sequence[str] = (),
     min_file_bytes: int | None = None,
     max_file_bytes: int | None = None,
-    clustered: Collection[str] = frozenset(),
+    layout: str | None = None,
 ) -> RewritePlan:
-    """The rewrite plan of a table's partitions (name -> its files), by the rules of the module docstring."""
+    """The rewrite plan of a table's partitions (name -> its files), by the rules of the module docstring; `layout`
+    is what a clustering writes, so that partitions already clustered that way are left alone."""
     if isinstance(target_file_bytes, bool) or not isinstance(target_file_bytes, int) or target_file_bytes < 1:
         raise OptimizeError(f"target_file_bytes must be a positive number of bytes, got {target_file_bytes!r}")
     if isinstance(min_input_files, bool) or not isinstance(min_input_files, int) or min_input_files < 1:
@@ -225,7 +232,6 @@ def plan_rewrite(
     columns = tuple(cluster_by)
     if len(set(columns)) != len(columns):
         raise OptimizeError(f"a column is named twice in cluster_by {list(columns)}")
-    clustered_paths = frozenset(clustered)
     planned = []
     files_total = bytes_total = 0
     for name, files in partitions.items():
@@ -234,9 +240,7 @@ def plan_rewrite(
             raise OptimizeError(f"partition {name!r}: plan_rewrite takes lists of sargable.FileStats")
         files_total += len(files)
         bytes_total += sum(f.size_bytes for f in files)
-        entry = _partition_plan(
-            name, files, target_file_bytes, low, high, min_input_files, bool(columns), clustered_paths
-        )
+        entry = _partition_plan(name, files, target_file_bytes, low, high, min_input_files, bool(columns), layout)
         if entry is not None:
             planned.append(entry)
     return RewritePlan(target_file_bytes, low, high, columns, tuple(planned), len(partitions), files_total, bytes_total)

@@ -111,13 +111,17 @@ class ColumnStats:
 
 @dataclass(frozen=True, slots=True)
 class FileStats:
-    """A data file: path, row count, size, per-column statistics, and its partition values (name -> value)."""
+    """A data file: path, row count, size, per-column statistics, its partition values (name -> value), and how an
+    optimize laid out its rows (`layout`)."""
 
     path: str
     row_count: int
     size_bytes: int
     columns: Mapping[str, ColumnStats] = field(default_factory=dict)
     partition: Mapping[str, Any] | None = None
+    layout: str | None = None
+    """Set by `optimize` on the files it writes: `compacted`, or the curve and columns the rows were clustered by
+    (`hilbert(user_id, event_time)`), so a later optimize leaves them alone; None for files as a writer left them."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str):
@@ -132,6 +136,8 @@ class FileStats:
             raise StatisticsError(f"columns must map column names to ColumnStats, got {type(self.columns).__name__}")
         if self.partition is not None and not isinstance(self.partition, Mapping):
             raise StatisticsError(f"partition must map partition keys to values, got {self.partition!r}")
+        if self.layout is not None and (not isinstance(self.layout, str) or not self.layout):
+            raise StatisticsError(f"layout must be a non-empty string or None, got {self.layout!r}")
         for name, stats in self.columns.items():
             if not isinstance(name, str) or not isinstance(stats, ColumnStats):
                 raise StatisticsError(f"columns must map names to ColumnStats, got {name!r}: {stats!r}")

@@ -10,9 +10,15 @@ The garbage set of a table is every regular file below its location that
   this one's (or sharing it);
 - is not the metastore or one of its side files;
 - has not changed for `older_than` seconds (the later of modification and status-change time, so a file that a
-  writer has just renamed into place is young).
+  writer has just renamed into place is young);
+- was not removed from the table by a commit (an optimize) less than the table's retention ago: such a file is
+  reported as kept, with the time it has left (`sargable.metastore.tombstones`).
 
-The staging folder's subfolders that had not changed for `older_than` seconds either are then removed if empty.
+The staging folder's subfolders that had not changed for `older_than` seconds either are then removed if empty, and
+the tombstones of removed files that are gone from disk are dropped.
+
+`expire_removed` deletes only the files commits removed whose retention has passed (what `optimize` runs after its
+commit), whatever their age on disk: a tombstone proves the file was committed, so no write is still making it.
 
 Deleting goes through `sargable.deletion`, which re-checks each file immediately before deleting it.
 """
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 from sargable.deletion import Deleter
 from sargable.errors import PathError, SargableError
 from sargable.fs import DIRECTORY, FILE, STAGING_DIR, SYMLINK, Entry, hidden
-from sargable.metastore import Metastore
+from sargable.metastore import Metastore, Table
 from sargable.paths import canonical_location, is_within, join_path, relative_parts, stored_forms
 
 
@@ -51,8 +57,35 @@ class VacuumResult:
     deleted: tuple[str, ...]
     """The files deleted (none in a dry run)."""
     kept: tuple[tuple[str, str], ...]
-    """(path, reason) of what vacuum saw but leaves alone: symlinks, files another table owns, and garbage files
-    whose delete was refused or failed."""
+    """(path, reason) of what vacuum saw but leaves alone: symlinks, files another table owns, files removed by a
+    commit within the table's retention, and garbage files whose delete was refused or failed."""
+
+
+def _forget_gone(table: Table, deleter: Deleter) -> int:
+    """Drop the tombstones whose file is gone from disk under every reading of its stored path."""
+    gone = [t.path for t in table.tombstones() if all(deleter.fs.info(form) is None for form in stored_forms(t.path))]
+    return table.forget_tombstones(gone)
+
+
+def expire_removed(ms: Metastore, database: str, table: str) -> VacuumResult:
+    """Delete the files that commits removed from the table once its retention has passed, through
+    `sargable.deletion`, and drop their tombstones; `garbage` lists the files past retention."""
+    handle = ms.table(database, table)
+    deleter = Deleter(ms, handle.definition)
+    cutoff = time.time() - handle.retention_seconds
+    expired = [path for t in handle.tombstones() if t.removed_at <= cutoff for path in sorted(stored_forms(t.path))]
+    deleted: list[str] = []
+    kept: list[tuple[str, str]] = []
+    for path in expired:
+        if deleter.fs.info(path) is None:
+            continue
+        reason = deleter.delete(path)
+        if reason is None:
+            deleted.append(path)
+        else:
+            kept.append((path, reason))
+    _forget_gone(handle, deleter)
+    return VacuumResult(handle.qualified_name, tuple(expired), tuple(deleted), tuple(kept))
 
 
 def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, older_than: float = 0.0) -> VacuumResult:
@@ -117,4 +150,5 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
                 kept.append((path, reason))
         for folder in sorted(old_folders, key=lambda path: path.count("/"), reverse=True):
             deleter.remove_folder(folder)
+        _forget_gone(ms.table(database, table), deleter)
     return VacuumResult(tbl.qualified_name, tuple(garbage), tuple(deleted), tuple(kept))

@@ -17,6 +17,9 @@ Layout (one keyspace each; every table's keys start with its 8-byte table id, so
 - `files`: table id + partition values + file path -> the file's size, row count and column statistics;
 - `filepaths`: table id + file path -> the file's key in `files` (to remove files by path and find orphans).
 
+The catalog keyspace also holds each table's tombstones (`tombstones`): the files its commits removed, kept on disk
+until the table's retention has passed.
+
 Every write runs in one store transaction, so a failing batch leaves nothing behind. Writers of a table lock its
 catalog row (so concurrent commits serialize and none loses another's files); catalog changes (databases, tables)
 lock one catalog row they all share. Every read that returns a list reads one snapshot (`Metastore.snapshot` wraps
@@ -32,9 +35,11 @@ from sargable.metastore.names import DEFAULT_PARTITION_NAME, partition_name
 from sargable.metastore.pool import shared
 from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.table import Table
+from sargable.metastore.tombstones import RETENTION_PROPERTY, Tombstone
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
+    "RETENTION_PROPERTY",
     "CommitResult",
     "Database",
     "FilterExplain",
@@ -43,6 +48,7 @@ __all__ = [
     "Table",
     "TableDefinition",
     "TableStats",
+    "Tombstone",
     "default_url",
     "partition_name",
     "shared",

@@ -22,7 +22,7 @@ from sargable.errors import (
     PathError,
     TypeCoercionError,
 )
-from sargable.metastore import totals
+from sargable.metastore import tombstones, totals
 from sargable.metastore.hive import HiveDatabase, HiveTable, database_from_raw, database_raw
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import Database, TableDefinition
@@ -309,13 +309,15 @@ def list_tables(store: Store, database: str | None) -> list[str]:
 
 
 def drop_table(store: Store, database: str, name: str) -> None:
-    """Drop a table's definition, totals, partitions, index entries and file entries, in one transaction."""
+    """Drop a table's definition, totals, partitions, index entries, file entries and tombstones, in one
+    transaction."""
     read_table(store, database, name)
     with store.transaction():
         table = lock_table(store, database, name)
         prefix = table_prefix(table.table_id)
         for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS):
             store.delete_range(keyspace, *key_range(prefix))
+        store.delete_range(CATALOG, *tombstones.table_range(table.table_id))
         store.delete(CATALOG, stats_key(table.table_id))
         store.delete(CATALOG, table_key(table.database, table.name))
 

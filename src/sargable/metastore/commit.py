@@ -1,18 +1,21 @@
 """One atomic change of a table's files: add partitions and files, remove files, replace partitions' files.
 
 `prepare` validates and encodes everything before the transaction (so bad input writes nothing and holds no lock);
-`apply` runs inside the transaction, the table's row locked, and returns a `CommitResult`.
+`apply` runs inside the transaction, the table's row locked, and returns a `CommitResult`. Removing a file the table
+no longer lists is a `CommitConflictError` (another commit removed it: the optimistic check of a rewrite, which
+reads files and then replaces exactly those), and every removed file gets a tombstone (`tombstones`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
-from sargable.metastore import files, partitions, totals
+from sargable.errors import AlreadyExistsError, CommitConflictError, MetastoreError
+from sargable.metastore import files, partitions, tombstones, totals
 from sargable.metastore.catalog import bump
 from sargable.metastore.filecodec import encode_file
 from sargable.metastore.records import TableDefinition, TableStats
@@ -68,7 +71,7 @@ def prepare(
         if not isinstance(path, str) or not path:
             raise MetastoreError(f"remove_files takes file paths, got {path!r}")
         removed.append(path)
-    return Prepared(new_partitions, replaced, added, removed)
+    return Prepared(new_partitions, replaced, added, list(dict.fromkeys(removed)))
 
 
 def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResult:
@@ -76,12 +79,17 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
     dropped = totals.NO_CHANGE
     for values in change.replaced:
         dropped = totals.plus(dropped, files.delete_in(store, table, values))
+    removed = []
     for path in change.removed:
         path_key, file_key = files.find_path(store, table, path)
         value = None if file_key is None else store.get(FILES, file_key)
         if file_key is None or value is None:
-            raise NoSuchObjectError(f"file {path!r} is not part of {table.qualified_name}")
-        _, rows, size = files.header(table, file_key, value)
+            raise CommitConflictError(
+                f"file {path!r} is not part of {table.qualified_name}: another commit removed it (or it never was); "
+                "nothing was committed"
+            )
+        stored, rows, size = files.header(table, file_key, value)
+        removed.append(stored)
         dropped = totals.plus(dropped, TableStats(0, 1, size, rows))
         store.delete(FILES, file_key)
         store.delete(FILE_PATHS, path_key)
@@ -110,6 +118,7 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
     )
     totals.change(store, table, totals.minus(added, dropped))
     new = bump(store, table)
+    tombstones.put(store, table, removed, time.time(), new.version)
     return CommitResult(
         version=new.version,
         partitions_added=partitions_added,

@@ -1,4 +1,4 @@
-"""Stored form of a data file's entry: path, size, row count and per-column statistics, as compact JSON.
+"""Stored form of a data file's entry: path, size, row count, per-column statistics and layout, as compact JSON.
 
 Statistics values (min, max, value sets) are written in their Hive string form and read back typed by the
 table's column types, so dates, decimals and timestamps come back exactly. Path, row count and size come first,
@@ -59,11 +59,10 @@ def encode_file(file: FileStats, table: TableDefinition) -> bytes:
                 raise MetastoreError(f"statistic {f.name} of column {name!r} ({dtype}): {exc}") from None
             entry[f.name] = value
         columns[name] = entry
-    return json.dumps(
-        {"path": file.path, "rows": file.row_count, "bytes": file.size_bytes, "columns": columns},
-        separators=(",", ":"),
-        allow_nan=False,
-    ).encode()
+    record: dict[str, Any] = {"path": file.path, "rows": file.row_count, "bytes": file.size_bytes, "columns": columns}
+    if file.layout is not None:
+        record["layout"] = file.layout
+    return json.dumps(record, separators=(",", ":"), allow_nan=False).encode()
 
 
 def decode_header(data: bytes) -> tuple[str, int, int]:
@@ -129,4 +128,7 @@ def decode_file(
             if key in kwargs:
                 kwargs[key] = frozenset(None if v is None else decode(v) for v in kwargs[key])
         decoded[name] = ColumnStats(**kwargs)
-    return FileStats(path=path, row_count=rows, size_bytes=size, columns=decoded, partition=partition)
+    layout = raw.get("layout")
+    if layout is not None and not isinstance(layout, str):
+        raise ValueError(f"the layout of a file entry is a string, got {layout!r}")
+    return FileStats(path=path, row_count=rows, size_bytes=size, columns=decoded, partition=partition, layout=layout)

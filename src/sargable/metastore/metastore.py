@@ -14,7 +14,7 @@ from typing import Any
 
 from sargable.errors import MetastoreError, NoSuchObjectError, PathError
 from sargable.expr import Expr
-from sargable.metastore import catalog
+from sargable.metastore import catalog, tombstones
 from sargable.metastore.access import FilterExplain
 from sargable.metastore.caches import Caches
 from sargable.metastore.commit import CommitResult
@@ -24,6 +24,7 @@ from sargable.metastore.partitions import PartitionSpec
 from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, open_schema
 from sargable.metastore.table import Table
+from sargable.metastore.tombstones import Tombstone
 from sargable.paths import canonical_location, is_local, spellings
 from sargable.plan import FilterPlan
 from sargable.stats import FileStats
@@ -206,6 +207,12 @@ class Metastore:
                 for table in catalog.all_tables(self._store)
                 if self._store.multi_get(FILE_PATHS, [path_key(table, spelling) for spelling in spellings(path)])
             ]
+
+    def tombstones(self, table: TableDefinition, paths: Iterable[str]) -> list[Tombstone]:
+        """The tombstones of these paths (as the table may have stored them) in a table, by its id: what
+        `sargable.deletion` asks right before it deletes a file (a dropped table has none)."""
+        with self.snapshot():
+            return tombstones.find(self._store, table.table_id, paths)
 
     def drop_table(self, database: str, name: str) -> None:
         """Drop a table with its partitions, indexes and file entries (the files themselves stay on disk)."""

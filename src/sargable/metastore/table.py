@@ -9,6 +9,7 @@ row locked and leaves the handle at its version (`refresh` gives a handle of the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from sargable.expr.bound import unbound_expr
 from sargable.metastore import commit as commits
 from sargable.metastore import files as file_entries
 from sargable.metastore import partitions as partition_rows
-from sargable.metastore import totals
+from sargable.metastore import tombstones, totals
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
@@ -33,6 +34,7 @@ from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
 from sargable.metastore.partitions import Page, PartitionSpec, partition_values
 from sargable.metastore.records import Partition, TableDefinition, TableStats
+from sargable.metastore.tombstones import Tombstone
 from sargable.plan import FilterPlan
 from sargable.scan import KeySet, Scan, plan_scan
 from sargable.stats import FileStats
@@ -114,6 +116,12 @@ class Table:
     def files_from_folders(self) -> bool:
         """Whether engines fill the table without registering files (see `TableDefinition.files_from_folders`)."""
         return self.definition.files_from_folders
+
+    @property
+    def retention_seconds(self) -> float:
+        """How long a file removed by a commit stays on disk for readers of older snapshots (the table property
+        `sargable.deleted_file_retention_seconds`, default 7 days; see `sargable.metastore.tombstones`)."""
+        return tombstones.retention_seconds(self.definition)
 
     def refresh(self) -> Table:
         """A handle of the table's current version."""
@@ -277,6 +285,23 @@ class Table:
         """Whether a file path is registered in the table."""
         return file_entries.has_file(self._store, self.definition, path)
 
+    def tombstones(self, paths: Iterable[str] | None = None) -> list[Tombstone]:
+        """The files commits removed from the table that may still be on disk (all, or those of `paths` as stored),
+        in path order: `sargable.deletion` keeps each until the table's retention has passed."""
+        with self._reading():
+            if paths is None:
+                return list(tombstones.scan(self._store, self.table_id))
+            return tombstones.find(self._store, self.table_id, paths)
+
+    def forget_tombstones(self, paths: Iterable[str]) -> int:
+        """Drop the tombstones of removed files that are gone from disk (vacuum does); returns how many."""
+        paths = list(paths)
+        if not paths:
+            return 0
+        with self._store.transaction():
+            lock_table(self._store, self.database, self.name, validated=self.definition)
+            return tombstones.drop(self._store, self.table_id, paths)
+
     def stats(self) -> TableStats:
         """Partitions, files, bytes and rows of the whole table, read in O(1) (see `sargable.metastore.totals`).
 
@@ -349,6 +374,17 @@ class Table:
             )
             bump(self._store, locked)
         return dropped
+
+    def set_properties(self, properties: Mapping[str, str | None]) -> Table:
+        """Set table properties (a None value removes one); returns a handle of the new version. The retention
+        property (`retention_seconds`) must be a non-negative number of seconds."""
+        changes = {str(k): None if v is None else str(v) for k, v in properties.items()}
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name, validated=self.definition)
+            merged = {k: v for k, v in {**locked.properties, **changes}.items() if v is not None}
+            tombstones.retention_seconds(dataclasses.replace(locked, properties=merged))
+            new = bump(self._store, locked, properties=merged)
+        return Table(self._store, self._caches, new)
 
     def create_index(self, column: str) -> Table:
         """Index a partition key other than the first; back-filled now, maintained with every partition write.

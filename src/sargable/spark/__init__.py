@@ -9,11 +9,12 @@
     sgs.vacuum("sales.events")                       # files left behind by failed writes (dry run)
     sgs.read(spark, "sales.events", prune_by=[(dim_df, "d_date", "ds")])        # pruned by a dimension's keys
     sgs.join("sales.events", dim_df, on=[("ds", "d_date")], how="inner")        # Spark's join over that read
+    sgs.optimize(spark, "sales.events", cluster_by=["user_id", "event_time"])   # compact + cluster, atomic commits
 
 This is the only part of sargable that imports pyspark. Executors import sargable too (footer statistics on
 write, Parquet reads in the data source), so it must be installed where Spark runs Python. Modules: `reader`
 (`read`), `join`, `dimensions` (collecting join keys), `frames` (the DataFrame of a scan), `translate` (Spark
-filters to expressions), `datasource`, `writer`, `schema`, `catalog`, `files`, `session`, `cluster`, `demo`.
+filters to expressions), `datasource`, `writer`, `optimize`, `schema`, `catalog`, `session`, `cluster`, `demo`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sargable.scan import ScanReport
 from sargable.spark.datasource import register
 from sargable.spark.dimensions import JoinScanReport, KeyPruning
 from sargable.spark.join import join
+from sargable.spark.optimize import OptimizeResult, optimize
 from sargable.spark.reader import read, scan_report
 from sargable.spark.session import local_session
 from sargable.spark.writer import WriteResult, vacuum, write
@@ -29,10 +31,12 @@ from sargable.spark.writer import WriteResult, vacuum, write
 __all__ = [
     "JoinScanReport",
     "KeyPruning",
+    "OptimizeResult",
     "ScanReport",
     "WriteResult",
     "join",
     "local_session",
+    "optimize",
     "read",
     "register",
     "scan_report",

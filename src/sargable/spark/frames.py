@@ -25,6 +25,7 @@ from sargable.expr import render_sql
 from sargable.paths import canonical_location
 from sargable.scan import Scan
 from sargable.spark.schema import table_struct
+from sargable.stats import FileStats
 
 SCAN_ATTRIBUTE = "sargable_scan"
 """The attribute of a DataFrame returned by `read` or `join` that holds its `Scan`."""
@@ -42,7 +43,7 @@ def _file_uri(path: str) -> str:
 
 
 @contextmanager
-def _manifest(files: Sequence[Any]) -> Iterator[str]:
+def _manifest(files: Sequence[FileStats]) -> Iterator[str]:
     """A temporary directory whose `_spark_metadata` log lists exactly `files` (deleted on exit).
 
     Spark reads a directory with such a log (the format of its streaming file sink) through
@@ -73,18 +74,22 @@ def _manifest(files: Sequence[Any]) -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
+    """Native Parquet over exactly these files of the table (a `Table` or `TableDefinition`): the table's schema,
+    partition columns from the folder names; by paths up to the listing threshold, else through a manifest."""
+    struct = table_struct(table)
+    if not files:
+        return spark.createDataFrame([], struct)
+    if len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
+        location = canonical_location(table.location)
+        return spark.read.schema(struct).option("basePath", location).parquet(*[f.path for f in files])
+    with _manifest(files) as uri:
+        return spark.read.schema(struct).parquet(uri)
+
+
 def dataframe(spark: Any, scan: Scan, spark_filters: Sequence[Any] = ()) -> Any:
     """Native Parquet over the scan's files, then its residual and the filters Spark applies unplanned."""
-    struct = table_struct(scan.table)
-    files = scan.files
-    if not files:
-        df = spark.createDataFrame([], struct)
-    elif len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
-        location = canonical_location(scan.table.location)
-        df = spark.read.schema(struct).option("basePath", location).parquet(*[f.path for f in files])
-    else:
-        with _manifest(files) as uri:
-            df = spark.read.schema(struct).parquet(uri)
+    df = files_frame(spark, scan.table, scan.files)
     if scan.residual is not None:
         df = df.where(render_sql(scan.residual.expr, "spark"))
     for column in spark_filters:

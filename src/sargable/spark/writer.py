@@ -257,7 +257,7 @@ def _check_totals(files: list[FileStats], spark_rows: Any, items: list[Any]) -> 
         )
 
 
-def _discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
+def discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
     """Delete a write's own files (moved into the table but not committed, and its staging folder), through
     `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted)."""
     failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
@@ -267,6 +267,43 @@ def _discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
     except (OSError, SargableError) as exc:
         failures.append(f"{staging}: can't clean the staging folder: {exc}")
     return failures
+
+
+def new_staging(deleter: Deleter) -> str:
+    """The staging folder of a new write to the deleter's table (`_sargable_staging/<write id>`, not made yet)."""
+    root = join_path(deleter.location, STAGING_DIR)
+    _check_staging_root(deleter.fs, root)
+    return join_path(root, uuid.uuid4().hex)
+
+
+def stage(
+    df: Any, table: TableDefinition, deleter: Deleter, staging: str, moved: list[str], console: Console | None
+) -> list[FileStats]:
+    """Steps 1-3 of the module docstring: Spark writes the DataFrame (in the table's columns and types) into
+    `staging`, the files' statistics come from their footers and must add up to the rows Spark counted, and the
+    files are moved into the table, each final path appended to `moved` once it is there. Nothing is committed."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    fs = deleter.fs
+    observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
+    observed = _aligned(df, table).observe(observation, F.count(F.lit(1)).alias("rows"))
+    writer = observed.write.mode("error")
+    if table.partition_keys:
+        writer = writer.partitionBy(*table.partition_key_names)
+    with spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
+        writer.parquet(staging)
+    spark_rows = observation.get["rows"]
+    with _status(console, f"listing the files written to {table.qualified_name}"):
+        items = _staged_files(fs, staging, table)
+    with spark_progress(df.sparkSession, console, f"reading the footers of {len(items):,} files"):
+        files = _footer_stats(df.sparkSession, items, table)
+    _check_totals(files, spark_rows, items)
+    with _status(console, f"moving {len(items)} files into {deleter.location}"):
+        for source, target, _, _ in items:
+            fs.move(source, target)
+            moved.append(target)
+    return files
 
 
 def write(
@@ -285,9 +322,6 @@ def write(
     commit; after it, the replaced files are deleted through `sargable.deletion` and the staging folder removed, and
     what could not be is reported in `WriteResult.cleanup_failures` (the write itself has succeeded then).
     """
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
     started = time.perf_counter()
     db, name = split_table_name(table)
     if mode not in MODES:
@@ -305,35 +339,17 @@ def write(
             deleter = Deleter(ms, tbl)
         except DeletionRefusedError as exc:
             raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
-        fs, location = deleter.fs, deleter.location
-        _check_staging_root(fs, join_path(location, STAGING_DIR))
-        staging = join_path(location, STAGING_DIR, uuid.uuid4().hex)
+        staging = new_staging(deleter)
         moved: list[str] = []
         try:
-            observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
-            observed = _aligned(df, tbl).observe(observation, F.count(F.lit(1)).alias("rows"))
-            writer = observed.write.mode("error")
-            if tbl.partition_keys:
-                writer = writer.partitionBy(*tbl.partition_key_names)
-            with spark_progress(df.sparkSession, console, f"writing {tbl.qualified_name}"):
-                writer.parquet(staging)
-            spark_rows = observation.get["rows"]
-            with _status(console, f"listing the files written to {tbl.qualified_name}"):
-                items = _staged_files(fs, staging, tbl)
-            with spark_progress(df.sparkSession, console, f"reading the footers of {len(items):,} files"):
-                files = _footer_stats(df.sparkSession, items, tbl)
-            _check_totals(files, spark_rows, items)
-            specs = list({tuple(item[2].items()): item[2] for item in items}.values())
-            with _status(console, f"moving {len(items)} files into {location}"):
-                for source, target, _, _ in items:
-                    fs.move(source, target)
-                    moved.append(target)
+            files = stage(df, tbl, deleter, staging, moved, console)
+            specs = list({tuple(f.partition.items()): f.partition for f in files if f.partition is not None}.values())
             with _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"):
                 version, replaced = _commit(ms, tbl, files, specs, mode)
         except BaseException:
-            _discard(deleter, moved, staging)
+            discard(deleter, moved, staging)
             raise
-        failures = _discard(deleter, replaced, staging)
+        failures = discard(deleter, replaced, staging)
     return WriteResult(
         table=tbl.qualified_name,
         mode=mode,
