@@ -339,12 +339,8 @@ def cmd_partitions(args: argparse.Namespace, console: Console) -> None:
     if args.limit is not None and args.limit < 0:
         raise SargableError(f"--limit must be 0 or more, got {args.limit}")
     with _metastore(args) as ms, ms.snapshot():
-        batches = ms.table(db, table).partition_batches(args.filter, limit=args.limit, dialect=args.dialect)
-        rows = [
-            {"name": name, "location": location}
-            for batch in batches
-            for name, location in zip(batch["name"].to_pylist(), batch["location"].to_pylist(), strict=True)
-        ]
+        parts = ms.table(db, table).partitions(args.filter, max_parts=args.limit, dialect=args.dialect)
+        rows = [{"name": p.name, "location": p.location} for p in parts]
     if args.json:
         _print_json(rows)
     else:

@@ -29,7 +29,6 @@ from sargable.domain import Interval, intersect
 from sargable.errors import SargableError, TypeCoercionError
 from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
-from sargable.folders import folder_files
 from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.stats import FileStats
 from sargable.types import DataType, convert
@@ -343,6 +342,8 @@ def _unregistered_files(
     An unpartitioned table (which registers no files) is its location's files."""
     if not table.files_from_folders:
         return [], 0
+    from sargable.folders import folder_files  # pyarrow.fs: loaded for such tables only, not on `import sargable`
+
     names = table.partition_key_names
     owner = f"table {table.qualified_name}"
     if not names:

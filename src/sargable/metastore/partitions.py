@@ -13,7 +13,6 @@ from operator import itemgetter
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, TypeCoercionError
-from sargable.keycolumns import decode_rows
 from sargable.keys import TupleCodec
 from sargable.metastore import files
 from sargable.metastore.access import AccessPath
@@ -320,6 +319,8 @@ def decoded_values(
     DamagedMetastoreError naming it."""
     try:
         if len(keys) >= BATCH_MIN:
+            from sargable.keycolumns import decode_rows  # numpy: loaded on the first page that big, not on import
+
             return decode_rows(keys, codec, offset, order)
         decode = codec.decode
         if order is None:

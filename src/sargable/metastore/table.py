@@ -14,9 +14,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
@@ -28,7 +26,6 @@ from sargable.metastore import tombstones, totals
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
-from sargable.metastore.columnar import BATCH_ROWS, arrow_table, record_batch
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
@@ -40,6 +37,9 @@ from sargable.scan import KeySet, Scan, plan_scan
 from sargable.stats import FileStats
 from sargable.store import Store
 from sargable.types import DataType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FilterArg = str | bytes | Expr | BoundFilter
 """A filter as the handle takes it: text, `sargable.dumps` bytes, an expression tree, or a bound filter."""
@@ -194,12 +194,16 @@ class Table:
         """Partitions satisfying `filter` as pyarrow record batches of their values, names, locations and parameters
         (`sargable.metastore.columnar`), in key order, at most `limit` in all. Pages read as `iter_partitions` does
         (one snapshot inside `Metastore.snapshot`)."""
+        from sargable.metastore.columnar import BATCH_ROWS, record_batch  # pyarrow: loaded by Arrow callers only
+
         pages = _limited(self._pages(filter, dialect), _checked_limit(limit))
         return map(record_batch, partition_rows.coalesced(pages, BATCH_ROWS))
 
     def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> pa.Table:
         """The partitions satisfying `filter` as one pyarrow Table (the batches of `partition_batches`), from one
         snapshot."""
+        from sargable.metastore.columnar import arrow_table  # pyarrow: loaded by Arrow callers only
+
         with self._reading():
             return arrow_table(self.definition, self.partition_batches(filter, dialect=dialect))
 
@@ -248,7 +252,7 @@ class Table:
     def partition_names(self) -> list[str]:
         """Every partition's Hive name, in key order."""
         with self._reading():
-            return [name for batch in self.partition_batches() for name in batch["name"].to_pylist()]
+            return [p.name for p in partition_rows.scan_all(self._store, self.definition)]
 
     def count_partitions(self) -> int:
         """The number of partitions (counted in the store, none decoded)."""
