@@ -180,6 +180,33 @@ def test_scan_ranges_reads_exactly_the_keys_of_its_ranges_in_order(store: Store,
     assert list(store.scan_ranges("main", ranges)) == expected
 
 
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.dictionaries(_keys, st.sampled_from([b""]) | st.binary(max_size=12), max_size=40),
+    start=st.none() | _keys,
+    stop=st.none() | _keys,
+)
+def test_scan_blocks_are_the_scan_in_one_piece(store: Store, rows, start, stop):
+    """Blocks hold exactly the scan's rows, in key order (NUL, 0xff, bytes that are no UTF-8, empty values)."""
+    store.delete_range("main", None, None)
+    store.put_many("main", rows.items())
+    blocks = list(store.scan_blocks("main", start, stop))
+    assert all(len(block) for block in blocks)
+    assert [row for block in blocks for row in block.rows()] == list(store.scan("main", start, stop))
+    for block in blocks:
+        assert block.keys == b"".join(block.key_list()) and block.values == b"".join(block.value_list())
+        assert block.last_key() == block.key_list()[-1]
+        assert block.head(1).rows() == block.rows()[:1]
+
+
+def test_scan_blocks_page_through_every_key(store: Store):
+    n = 40_000
+    store.put_many("main", ((k(i), b"%d" % i if i % 3 else b"") for i in range(n)))
+    blocks = list(store.scan_blocks("main", k(7), None))
+    assert len(blocks) > 1
+    assert [row for block in blocks for row in block.rows()] == list(store.scan("main", k(7), None))
+
+
 def test_scan_ranges_pages_through_many_ranges(store: Store):
     """Ranges past one statement's batch and pages past the first size: every key once, in key order."""
     store.put_many("main", [(k(i), b"%d" % i) for i in range(30_000)])

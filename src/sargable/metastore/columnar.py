@@ -24,7 +24,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sargable.keycolumns import decode_arrow
+from sargable.domain import storable_string
+from sargable.errors import MetastoreError
+from sargable.keycolumns import decode_joined_arrow
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, ESCAPE_PATTERN, escape_path_name, value_to_name
 from sargable.metastore.partitions import Page
 from sargable.metastore.records import TableDefinition
@@ -38,7 +40,14 @@ store's first short pages are joined."""
 
 
 def batch_schema(table: TableDefinition) -> pa.Schema:
-    """The schema of a table's partition batches."""
+    """The schema of a table's partition batches (a partition key name with no UTF-8 form, which tables made before
+    such names were refused may have, is a MetastoreError: Arrow names are UTF-8)."""
+    for name, _ in table.partition_keys:
+        if not storable_string(name):
+            raise MetastoreError(
+                f"{table.qualified_name}: partition key {name!r} holds a lone surrogate, which has no UTF-8 form, so "
+                "no Arrow listing can name it; list the partitions as objects (Table.partitions) or rename the key"
+            )
     values = pa.struct([(name, arrow_type(dtype)) for name, dtype in table.partition_keys])
     return pa.schema(
         [
@@ -82,16 +91,16 @@ def _value_columns(page: Page) -> list[pa.Array]:
     decoded = page.decoded_values
     if decoded is not None:
         return [pa.array([row[i] for row in decoded], arrow_type(t)) for i, (_, t) in enumerate(keys)]
-    columns = decode_arrow(page.keys, page.codec, page.offset)
+    columns = decode_joined_arrow(*page.joined(), page.codec, page.offset)
     return columns if page.order is None else [columns[i] for i in page.order]
 
 
 def _value_names(column: pa.Array, dtype: DataType) -> pa.Array:
     """Each value's path form (`value_to_name`), formatted once per distinct value (in Arrow where that gives the
-    same text: integers, and strings with nothing to escape)."""
+    same text: integers, dates (ISO, as `date.isoformat`) and strings with nothing to escape)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     distinct = encoded.dictionary
-    if dtype.is_integral:
+    if dtype.is_integral or dtype.name == "date":
         texts = pc.fill_null(pc.cast(distinct, pa.string()), DEFAULT_PARTITION_NAME)
     elif dtype.is_string and not pc.any(pc.match_substring_regex(distinct, ESCAPE_PATTERN)).as_py():
         texts = pc.fill_null(distinct, DEFAULT_PARTITION_NAME)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sargable.errors import StoreError, TransactionConflictError
+from sargable.store.blocks import RowBlock
 
 T = TypeVar("T")
 
@@ -242,6 +243,11 @@ class Store(ABC):
                 page = []
         if page:
             yield page
+
+    def scan_blocks(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> Iterator[RowBlock]:
+        """`scan` of [start, stop) in key order as `RowBlock`s (none empty): for listings of many rows, without a
+        Python object per row where the backend can return rows in bulk. Paging and snapshots as in `scan`."""
+        return map(RowBlock.of_rows, self.scan_pages(keyspace, start, stop))
 
     def scan_ranges(self, keyspace: str, ranges: Sequence[tuple[bytes, bytes | None]]) -> Iterator[tuple[bytes, bytes]]:
         """Yield `(key, value)` for the keys of several ranges `[start, stop)` (stop None: unbounded), which must be

@@ -13,12 +13,24 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import count
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sargable.errors import StoreError, TransactionConflictError
-from sargable.store.base import TABLE_PREFIX, KeyspaceSQL, SQLStore, as_bytes, check_keyspace, unique_items, unique_keys
+from sargable.store.base import (
+    TABLE_PREFIX,
+    KeyspaceSQL,
+    SQLStore,
+    as_bytes,
+    check_keyspace,
+    check_range,
+    successor,
+    unique_items,
+    unique_keys,
+)
+from sargable.store.blocks import RowBlock
 
 T = TypeVar("T")
 
@@ -31,6 +43,10 @@ MULTI_GET_CHUNK = 256
 MULTI_GET_SHAPES = tuple(1 << n for n in range(MULTI_GET_CHUNK.bit_length()))
 """The `IN (...)` sizes multi_get prepares (1, 2, 4, ..., 256): a chunk is padded to the next one, at most doubling
 it, so one key costs about a get and sqlite3's statement cache holds a few shapes per keyspace."""
+BLOCK_SIZES = (1024, 16384)
+"""Rows per `scan_blocks` statement: growing to the last, which repeats."""
+SHORT_BLOCK = 256
+"""Blocks of fewer rows give their lengths as lists (no numpy for a short listing), longer ones as numpy arrays."""
 
 
 class _Statements(KeyspaceSQL):
@@ -41,6 +57,15 @@ class _Statements(KeyspaceSQL):
         super().__init__(table, "?")
         self.create = f"CREATE TABLE IF NOT EXISTS {table} (k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
         self.put = f"INSERT OR REPLACE INTO {table} (k, v) VALUES (?, ?)"
+        block = (
+            "SELECT CAST(group_concat(k, '') AS BLOB), group_concat(length(k) + (length(v) << 32)), "
+            "CAST(group_concat(v, '') AS BLOB) FROM (SELECT k, v FROM {table} WHERE k >= ? {stop}ORDER BY k LIMIT ?)"
+        )
+        self.block = block.format(table=table, stop="AND k < ? ")
+        self.block_open = block.format(table=table, stop="")
+        """One block of rows in one result row: the keys and the values each concatenated (a blob passes through
+        group_concat unchanged in a UTF-8 database), and each row's key length plus its value length << 32, as
+        comma-separated text; the subquery gives the aggregate its rows in key order."""
         for marks in MULTI_GET_SHAPES:
             setattr(self, f"multi_get_{marks}", f"SELECT k, v FROM {table} WHERE k IN ({', '.join('?' * marks)})")
 
@@ -63,6 +88,8 @@ class SQLiteStore(SQLStore):
         absolute = os.path.abspath(path)
         self._files = () if path == ":memory:" else (absolute, *(absolute + suffix for suffix in SIDE_FILE_SUFFIXES))
         self._statements: dict[str, _Statements] = {}
+        self._utf8 = True
+        """Whether the database's text encoding is UTF-8, which `scan_blocks`' statements need (others transcode)."""
         if path != ":memory:" and not create:
             try:
                 empty = os.stat(path).st_size == 0
@@ -111,6 +138,7 @@ class SQLiteStore(SQLStore):
             mode = execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreError(f"{self.url}: can't switch the database to WAL mode (it stays in {mode} mode)")
+        self._utf8 = execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
         execute("PRAGMA synchronous = NORMAL")
         execute("PRAGMA cache_size = -65536")
         execute("PRAGMA temp_store = MEMORY")
@@ -231,6 +259,39 @@ class SQLiteStore(SQLStore):
             rows = self._run(lambda s=sql, c=chunk: self._conn.execute(s, c).fetchall(), f"multi_get from {keyspace}")
             found.update(rows)
         return found
+
+    def scan_blocks(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> Iterator[RowBlock]:
+        if not self._utf8:
+            return super().scan_blocks(keyspace, start, stop)
+        statements = self._sql(keyspace)
+        low, high = check_range(start, stop)
+        return self._blocks(statements, keyspace, low, high)
+
+    def _blocks(self, statements: _Statements, keyspace: str, low: bytes, high: bytes | None) -> Iterator[RowBlock]:
+        """Keyset paging as `scan_pages`, a block per statement."""
+        if high is not None and low >= high:
+            return
+        action = f"scan of {keyspace}"
+        for n in count():
+            size = BLOCK_SIZES[min(n, len(BLOCK_SIZES) - 1)]
+            sql, params = (
+                (statements.block_open, (low, size)) if high is None else (statements.block, (low, high, size))
+            )
+            keys, lengths, values = self._run(lambda s=sql, p=params: self._conn.execute(s, p).fetchone(), action)
+            if keys is None:
+                return
+            if lengths.count(",") < SHORT_BLOCK:
+                packed = list(map(int, lengths.split(",")))
+                block = RowBlock(keys, [n & 0xFFFFFFFF for n in packed], values, [n >> 32 for n in packed])
+            else:
+                import numpy as np  # a long block: its reader decodes it with numpy too
+
+                array = np.fromstring(lengths, dtype=np.int64, sep=",")
+                block = RowBlock(keys, array & 0xFFFFFFFF, values, array >> 32)
+            yield block
+            if len(block) < size:
+                return
+            low = successor(block.last_key())
 
     # --- writes ---------------------------------------------------------------------------------------------
 
