@@ -19,7 +19,6 @@ always agree.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -69,10 +68,11 @@ def record_batch(page: Page) -> pa.RecordBatch:
     table = page.table
     schema = batch_schema(table)
     columns = _value_columns(page)
-    pieces: list[Any] = []
-    for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True)):
-        pieces += [("/" if i else "") + escape_path_name(name) + "=", _value_names(column, dtype)]
-    names = pc.binary_join_element_wise(*pieces, "")
+    pieces = [
+        _value_names(column, dtype, ("/" if i else "") + escape_path_name(name) + "=")
+        for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True))
+    ]
+    names = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
     location = pc.binary_join_element_wise(table.location.rstrip("/") + "/", names, "")
     explicit = page.explicit() or ()
     if any(location is not None for location, _, _ in explicit):
@@ -95,9 +95,10 @@ def _value_columns(page: Page) -> list[pa.Array]:
     return columns if page.order is None else [columns[i] for i in page.order]
 
 
-def _value_names(column: pa.Array, dtype: DataType) -> pa.Array:
-    """Each value's path form (`value_to_name`), formatted once per distinct value (in Arrow where that gives the
-    same text: integers, dates (ISO, as `date.isoformat`) and strings with nothing to escape)."""
+def _value_names(column: pa.Array, dtype: DataType, label: str) -> pa.Array:
+    """Each value's path form (`value_to_name`) after `label` (`/KEY=`), formatted once per distinct value (in Arrow
+    where that gives the same text: integers, dates (ISO, as `date.isoformat`) and strings with nothing to
+    escape)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     distinct = encoded.dictionary
     if dtype.is_integral or dtype.name == "date":
@@ -106,4 +107,4 @@ def _value_names(column: pa.Array, dtype: DataType) -> pa.Array:
         texts = pc.fill_null(distinct, DEFAULT_PARTITION_NAME)
     else:
         texts = pa.array([value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
-    return texts.take(encoded.indices)
+    return pc.binary_join_element_wise(label, texts, "").take(encoded.indices)
