@@ -234,7 +234,7 @@ class Sargable:
 
     def query(self, f: Filter) -> int:
         if f.sql is None:
-            return len(list(self.ms.iter_partitions(DB, TABLE)))
+            return len(self.ms.table(DB, TABLE).partitions())
         return len(self.ms.get_partitions_by_filter(DB, TABLE, f.sql))
 
     def query_arrow(self, f: Filter) -> int:

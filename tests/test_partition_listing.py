@@ -10,6 +10,7 @@ arrays (`SHORT_BLOCK` 0) or as lists.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from unittest import mock
 
@@ -179,3 +180,20 @@ def test_a_partition_key_name_without_utf8_form(sqlite_ms: Metastore) -> None:
     assert [p.name for p in table.partitions()] == ["a\ud800=v"]
     with pytest.raises(MetastoreError, match=r"partition key 'a\\ud800' holds a lone surrogate"):
         table.partitions_arrow()
+
+
+def test_partition_names_are_the_partitions_names(sqlite_ms: Metastore) -> None:
+    """`partition_names` (Arrow-formatted for long pages) gives each partition's `name`, escapes and NULLs included."""
+    sqlite_ms.create_table(
+        "db", "named", [("x", "int")], [("d", "date"), ("s", "string"), ("b", "boolean"), ("f", "double")]
+    )
+    table = sqlite_ms.table("db", "named")
+    texts = [None, "a/b", "x=y", "%", "ü", "plain"]
+    values = [
+        (None if i % 97 == 0 else dt.date(1000 + i, 1 + i % 12, 1), texts[i % 6], [None, True, False][i % 3], f)
+        for i, f in enumerate([None, 0.5, -1.0, 1e300, float("inf")] * 120)
+    ]
+    table.add_partitions([list(v) for v in values], if_not_exists=True)
+    names = table.partition_names()
+    assert names == [p.name for p in table.partitions()]
+    assert len(names) == len(set(names)) == table.count_partitions() > partition_rows.BATCH_MIN

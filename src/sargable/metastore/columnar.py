@@ -68,11 +68,7 @@ def record_batch(page: Page) -> pa.RecordBatch:
     table = page.table
     schema = batch_schema(table)
     columns = _value_columns(page)
-    pieces = [
-        _value_names(column, dtype, ("/" if i else "") + escape_path_name(name) + "=")
-        for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True))
-    ]
-    names = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
+    names = _names(table, columns)
     location = pc.binary_join_element_wise(table.location.rstrip("/") + "/", names, "")
     explicit = page.explicit() or ()
     if any(location is not None for location, _, _ in explicit):
@@ -83,6 +79,20 @@ def record_batch(page: Page) -> pa.RecordBatch:
         params = pa.nulls(len(page), PARAMETERS_TYPE)
     values = pa.StructArray.from_arrays(columns, fields=list(schema.field("values").type))
     return pa.RecordBatch.from_arrays([values, names, location, params], schema=schema)
+
+
+def partition_names(page: Page) -> pa.StringArray:
+    """The Hive names of a page's partitions (`Partition.name`); the partition key names must have a UTF-8 form."""
+    return _names(page.table, _value_columns(page))
+
+
+def _names(table: TableDefinition, columns: list[pa.Array]) -> pa.StringArray:
+    """Each partition's Hive name from its value columns: the keys' pieces `/KEY=value` joined."""
+    pieces = [
+        _value_names(column, dtype, ("/" if i else "") + escape_path_name(name) + "=")
+        for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True))
+    ]
+    return pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
 
 
 def _value_columns(page: Page) -> list[pa.Array]:

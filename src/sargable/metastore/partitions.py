@@ -400,7 +400,7 @@ def pages_all(store: Store, table: TableDefinition) -> Iterator[Page]:
     """Every partition of the table, in key order, a store page at a time."""
     layout = layout_of(table)
     assert layout.codec is not None
-    for block in store.scan_blocks(PARTITIONS, *key_range(layout.prefix)):
+    for block in store.scan_blocks(PARTITIONS, *key_range(layout.prefix), uniform=b""):
         stored = block.value_list() if block.values else None
         yield Page.of_block(table, block, stored, layout.codec, layout.size)
 
@@ -482,10 +482,13 @@ def _from_index(
     path: AccessPath,
 ) -> Iterator[Page]:
     """Partitions from the index entries a plan selects, in index key order, a page at a time. An entry holds the
-    partition row's value after the COVERED marker; one written without it is looked up in the partitions."""
+    partition row's value after the COVERED marker; one written without it is looked up in the partitions. Values
+    that concatenate to COVERED once per entry are each COVERED (no stored value is all COVERED bytes), so the store
+    need not return their lengths (`uniform`)."""
     position = index.position
     order = [*range(1, position + 1), 0, *range(position + 1, len(index.columns))]
-    for block in execute_blocks(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats):
+    blocks = execute_blocks(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats, uniform=COVERED)
+    for block in blocks:
         if block.all_values(COVERED):
             yield Page.of_block(table, block, None, index.codec, index.size, order, INDEXES)
             continue

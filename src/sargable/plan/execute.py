@@ -143,11 +143,13 @@ def execute_blocks(
     *,
     prefix: bytes = b"",
     stats: ExecutionStats | None = None,
+    uniform: bytes | None = None,
 ) -> Iterator[RowBlock]:
     """As `execute_pages`, as `RowBlock`s: a range without a key filter is read with the store's `scan_blocks` (no
-    Python object per row); gets and filtered ranges are read as pages and made blocks."""
+    Python object per row; `uniform` as there); gets and filtered ranges are read as pages and made blocks."""
     columns = _check(plan, key_columns, prefix)
-    return _run(plan, store, keyspace, columns, prefix, stats if stats is not None else ExecutionStats(), True)
+    stats = stats if stats is not None else ExecutionStats()
+    return _run(plan, store, keyspace, columns, prefix, stats, True, uniform)
 
 
 def _run(
@@ -158,6 +160,7 @@ def _run(
     prefix: bytes,
     stats: ExecutionStats,
     blocks: bool,
+    uniform: bytes | None = None,
 ) -> Iterator[Any]:
     """The pages (lists of pairs) of a plan, or with `blocks` its `RowBlock`s."""
     began = time.perf_counter()
@@ -192,7 +195,7 @@ def _run(
             stats.ranges_scanned += 1
             test = key_test(scan)
             if test is None and blocks:
-                for block in store.scan_blocks(keyspace, start, stop):
+                for block in store.scan_blocks(keyspace, start, stop, uniform=uniform):
                     stats.keys_examined += len(block)
                     stats.keys_returned += len(block)
                     yield block

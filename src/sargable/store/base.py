@@ -244,9 +244,14 @@ class Store(ABC):
         if page:
             yield page
 
-    def scan_blocks(self, keyspace: str, start: bytes | None = None, stop: bytes | None = None) -> Iterator[RowBlock]:
+    def scan_blocks(
+        self, keyspace: str, start: bytes | None = None, stop: bytes | None = None, *, uniform: bytes | None = None
+    ) -> Iterator[RowBlock]:
         """`scan` of [start, stop) in key order as `RowBlock`s (none empty): for listings of many rows, without a
-        Python object per row where the backend can return rows in bulk. Paging and snapshots as in `scan`."""
+        Python object per row where the backend can return rows in bulk. Paging and snapshots as in `scan`.
+
+        `uniform`: the caller knows that values which concatenate to `uniform` once per row are each `uniform`
+        (true of b"" always); a backend may then skip reading each value's length while that holds."""
         return map(RowBlock.of_rows, self.scan_pages(keyspace, start, stop))
 
     def scan_ranges(self, keyspace: str, ranges: Sequence[tuple[bytes, bytes | None]]) -> Iterator[tuple[bytes, bytes]]:
