@@ -33,6 +33,9 @@ from sargable.skipping.table import arrow_type
 from sargable.types import DataType
 
 PARAMETERS_TYPE = pa.map_(pa.string(), pa.string())
+FEW_VALUES = 64
+"""A key with at most this many distinct values in a batch has their names formatted in Python (Arrow's calls cost
+tens of microseconds each, more than formatting a few values)."""
 BATCH_ROWS = 4096
 """Partitions per record batch, at least (but the last): Arrow costs some hundreds of microseconds a batch, so the
 store's first short pages are joined."""
@@ -106,15 +109,20 @@ def _value_columns(page: Page) -> list[pa.Array]:
 
 
 def _value_names(column: pa.Array, dtype: DataType, label: str) -> pa.Array:
-    """Each value's path form (`value_to_name`) after `label` (`/KEY=`), formatted once per distinct value (in Arrow
-    where that gives the same text: integers, dates (ISO, as `date.isoformat`) and strings with nothing to
-    escape)."""
+    """Each value's path form (`value_to_name`) after `label` (`/KEY=`), formatted once per distinct value: in Python
+    when they are few, else in Arrow where that gives the same text (integers, dates (ISO, as `date.isoformat`) and
+    strings with nothing to escape)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     distinct = encoded.dictionary
+    if len(distinct) <= FEW_VALUES:
+        texts = pa.array([label + value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
+        return texts.take(encoded.indices)
     if dtype.is_integral or dtype.name == "date":
-        texts = pc.fill_null(pc.cast(distinct, pa.string()), DEFAULT_PARTITION_NAME)
+        texts = pc.cast(distinct, pa.string())
     elif dtype.is_string and not pc.any(pc.match_substring_regex(distinct, ESCAPE_PATTERN)).as_py():
-        texts = pc.fill_null(distinct, DEFAULT_PARTITION_NAME)
+        texts = distinct
     else:
         texts = pa.array([value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
+    if texts.null_count:
+        texts = pc.fill_null(texts, DEFAULT_PARTITION_NAME)
     return pc.binary_join_element_wise(label, texts, "").take(encoded.indices)
