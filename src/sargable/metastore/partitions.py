@@ -225,7 +225,8 @@ class Page:
         self.table = table
         self._keys = keys
         self._joined = joined
-        """The keys concatenated and each one's length (a numpy array), when the store gave them so."""
+        """The keys concatenated and each one's length (a list, or a numpy array for a long block), when the store
+        gave them so."""
         self._stored = stored
         """Each partition's stored value (`encode_partition_value`); None when every one is empty."""
         self.codec = codec
