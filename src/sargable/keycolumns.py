@@ -147,9 +147,10 @@ class _Page:
     def __init__(self, data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int) -> None:
         self.codec = codec
         self.count = len(lengths)
-        self.ends = np.cumsum(np.asarray(lengths, np.int64))
+        sizes = np.asarray(lengths, np.int64)
+        self.ends = np.cumsum(sizes)
         self.data = np.frombuffer(data + bytes(16), np.uint8)
-        self.origin = self.ends - lengths + offset
+        self.origin = self.ends - sizes + offset
         self.at = self.origin
         self.stop = self.ends
         """Where the fields end in each key: before the offset trailer, when the schema has one."""
