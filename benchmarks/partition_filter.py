@@ -11,7 +11,8 @@ What is timed (median of repeated runs: at least 3, at most 25, within `--budget
 than the budget runs once):
 
 - sargable: `Metastore.get_partitions_by_filter` on an open metastore (a list of Partition objects with typed
-  values), with a secondary index on `hr`; "open+query" also opens the metastore and plans the filter cold.
+  values; `Table.partitions()` with no filter), with a secondary index on `hr`; "open+query" also opens the
+  metastore and plans the filter cold.
   SQLite (file) and PostgreSQL (`--postgres URL`, default $SARGABLE_TEST_POSTGRES_URL, `none` to skip).
 - brute force: `sg.evaluate` of the bound filter over every partition, as a list of dicts in memory.
 - pyiceberg: `SqlCatalog.load_table` + `scan(row_filter=...).plan_files()` (catalog on SQLite; identity(ds),
@@ -27,7 +28,8 @@ Listing (issue 19), after each size's table: the three listings users run daily 
 `hr = 3` through its index) side by side in one run, sargable SQLite as Partition objects and as Arrow record batches
 (`Table.partition_batches`), against the bare SQL scan of the same keys on the same SQLite file (`SELECT k, v` over the
 table's key range, or the index's range for `hr = 3`: what the store itself returns rows at) and deltalake with and
-without its open, with ratios.
+without its open, with ratios, CPU times and issue 19's targets checked. Every listing reads the store (no listing is
+cached; only filter plans are).
 
 Peers include their open time. A peer is skipped at a size when its build, projected from the previous size, would
 take longer than `--peer-build-limit` seconds (default 600). Memory: a subprocess builds each sargable table
