@@ -4,7 +4,7 @@ brute force and against `Partition` objects, on both backends.
 Random partition sets over every partition-key type (NULLs included), some partitions with an explicit location or
 parameters, with and without secondary indexes, random filters (or none): every listing returns exactly the
 partitions `sg.evaluate` selects, in key order, with the same values, names, locations and parameters. Batch decoding
-is forced on every page (`BATCH_MIN` 0) or left to its threshold, and SQLite's blocks give their lengths as numpy
+is forced on every page (`BATCH_MIN` 0) or left to its threshold, and the stores' blocks give their lengths as numpy
 arrays (`SHORT_BLOCK` 0) or as lists.
 """
 
@@ -23,7 +23,7 @@ from metastore_fixtures import fresh_url
 from sargable import keys
 from sargable.metastore import Metastore
 from sargable.metastore import partitions as partition_rows
-from sargable.store import sqlite as sqlite_store
+from sargable.store import blocks as store_blocks
 from sargable.types import parse_type
 from strategies import PARTITION_KEY_TYPES, pools_of, predicates, tables
 
@@ -63,11 +63,11 @@ def _check(ms: Metastore, data) -> None:
     else:
         filter, expected = None, values
     batch_min = data.draw(st.sampled_from([0, partition_rows.BATCH_MIN]), label="batch_min")
-    short_block = data.draw(st.sampled_from([0, sqlite_store.SHORT_BLOCK]), label="short_block")
+    short_block = data.draw(st.sampled_from([0, store_blocks.SHORT_BLOCK]), label="short_block")
     limit = data.draw(st.none() | st.integers(0, len(expected) + 1), label="limit")
     with (
         mock.patch.object(partition_rows, "BATCH_MIN", batch_min),
-        mock.patch.object(sqlite_store, "SHORT_BLOCK", short_block),
+        mock.patch.object(store_blocks, "SHORT_BLOCK", short_block),
     ):
         listed = table.partitions(filter)
         rows_out = [row for page in table.partition_rows(filter, limit=limit) for row in page]

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import accumulate
+from typing import Any
+
+SHORT_BLOCK = 256
+"""Blocks of fewer rows give their lengths as lists (no numpy for a short listing), longer ones as numpy arrays."""
 
 
 class RowBlock:
@@ -73,3 +77,32 @@ def split(data: bytes, lengths: Sequence[int]) -> list[bytes]:
     """The pieces of `data`, each `lengths[i]` bytes long in turn."""
     ends = list(accumulate(int(n) for n in lengths)) if not hasattr(lengths, "cumsum") else lengths.cumsum().tolist()
     return [data[start:end] for start, end in zip([0, *ends], ends)]
+
+
+class _Lengths(list):
+    """The lengths of a short block: a list that masks and shifts as a numpy array does (`packed & mask`, `>>`)."""
+
+    def __and__(self, mask: int) -> list[int]:
+        return [n & mask for n in self]
+
+    def __rshift__(self, bits: int) -> list[int]:
+        return [n >> bits for n in self]
+
+
+def parse_lengths(text: str) -> Any:
+    """The integers of comma-separated text (a SQL aggregate's lengths): a numpy array for a long block, a list for
+    a short one (numpy is not loaded for a short listing)."""
+    if text.count(",") < SHORT_BLOCK:
+        return _Lengths(map(int, text.split(",")))
+    import numpy as np  # a long block: its reader decodes it with numpy too
+
+    return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def repeated(value: int, like: Any) -> Any:
+    """`value` once per element of `like` (a list or a numpy array), of the same kind."""
+    if isinstance(like, list):
+        return [value] * len(like)
+    import numpy as np  # `like` is a numpy array: numpy is loaded
+
+    return np.full(len(like), value, np.int64)

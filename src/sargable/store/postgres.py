@@ -85,6 +85,13 @@ class _Statements(KeyspaceSQL):
         upsert = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
         self.put = f"INSERT INTO {table} (k, v) VALUES (%s, %s) {upsert}"
         self.put_many = f"INSERT INTO {table} (k, v) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) {upsert}"
+        self.blocks(
+            "SELECT string_agg(k, ''::bytea ORDER BY k), string_agg(({lengths})::text, ',' ORDER BY k), "
+            f"string_agg(v, ''::bytea ORDER BY k) FROM (SELECT k, v FROM {table} WHERE k >= %s {{stop}}"
+            "ORDER BY k LIMIT %s) AS page",
+            "length(k)::bigint + (length(v)::bigint << 32)",
+            "length(k)",
+        )
 
 
 class PostgresStore(SQLStore):

@@ -14,7 +14,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import count
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,10 +22,9 @@ from sargable.store.base import (
     TABLE_PREFIX,
     KeyspaceSQL,
     SQLStore,
+    Store,
     as_bytes,
     check_keyspace,
-    check_range,
-    successor,
     unique_items,
     unique_keys,
 )
@@ -43,39 +41,6 @@ MULTI_GET_CHUNK = 256
 MULTI_GET_SHAPES = tuple(1 << n for n in range(MULTI_GET_CHUNK.bit_length()))
 """The `IN (...)` sizes multi_get prepares (1, 2, 4, ..., 256): a chunk is padded to the next one, at most doubling
 it, so one key costs about a get and sqlite3's statement cache holds a few shapes per keyspace."""
-BLOCK_SIZES = (1024, 16384)
-"""Rows per `scan_blocks` statement: growing to the last, which repeats."""
-SHORT_BLOCK = 256
-"""Blocks of fewer rows give their lengths as lists (no numpy for a short listing), longer ones as numpy arrays."""
-
-
-class _Lengths(list):
-    """The lengths of a short block: a list that masks and shifts as a numpy array does (`packed & mask`, `>>`)."""
-
-    def __and__(self, mask: int) -> list[int]:
-        return [n & mask for n in self]
-
-    def __rshift__(self, bits: int) -> list[int]:
-        return [n >> bits for n in self]
-
-
-def _lengths(text: str) -> Any:
-    """The integers of `group_concat`'s comma-separated text: a numpy array for a long block, a list for a short one
-    (numpy is not loaded for a short listing)."""
-    if text.count(",") < SHORT_BLOCK:
-        return _Lengths(map(int, text.split(",")))
-    import numpy as np  # a long block: its reader decodes it with numpy too
-
-    return np.fromstring(text, dtype=np.int64, sep=",")
-
-
-def _repeated(value: int, like: Any) -> Any:
-    """`value` once per element of `like` (a list or a numpy array), of the same kind."""
-    if isinstance(like, list):
-        return [value] * len(like)
-    import numpy as np  # `like` is a numpy array: numpy is loaded
-
-    return np.full(len(like), value, np.int64)
 
 
 class _Statements(KeyspaceSQL):
@@ -86,19 +51,14 @@ class _Statements(KeyspaceSQL):
         super().__init__(table, "?")
         self.create = f"CREATE TABLE IF NOT EXISTS {table} (k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
         self.put = f"INSERT OR REPLACE INTO {table} (k, v) VALUES (?, ?)"
-        block = (
+        self.blocks(
             "SELECT CAST(group_concat(k, '') AS BLOB), group_concat({lengths}), CAST(group_concat(v, '') AS BLOB) "
-            "FROM (SELECT k, v FROM {table} WHERE k >= ? {stop}ORDER BY k LIMIT ?)"
+            f"FROM (SELECT k, v FROM {table} WHERE k >= ? {{stop}}ORDER BY k LIMIT ?)",
+            "length(k) + (length(v) << 32)",
+            "length(k)",
         )
-        sized, lean = "length(k) + (length(v) << 32)", "length(k)"
-        self.block = block.format(lengths=sized, table=table, stop="AND k < ? ")
-        self.block_open = block.format(lengths=sized, table=table, stop="")
-        """One block of rows in one result row: the keys and the values each concatenated (a blob passes through
-        group_concat unchanged in a UTF-8 database), and each row's key length plus its value length << 32, as
-        comma-separated text; the subquery gives the aggregate its rows in key order."""
-        self.block_lean = block.format(lengths=lean, table=table, stop="AND k < ? ")
-        self.block_lean_open = block.format(lengths=lean, table=table, stop="")
-        """As `block`, with the key lengths only (a fifth cheaper: for blocks whose values the caller knows)."""
+        """A blob passes through group_concat unchanged in a UTF-8 database; the subquery gives the aggregate its rows
+        in key order."""
         for marks in MULTI_GET_SHAPES:
             setattr(self, f"multi_get_{marks}", f"SELECT k, v FROM {table} WHERE k IN ({', '.join('?' * marks)})")
 
@@ -297,43 +257,8 @@ class SQLiteStore(SQLStore):
         self, keyspace: str, start: bytes | None = None, stop: bytes | None = None, *, uniform: bytes | None = None
     ) -> Iterator[RowBlock]:
         if not self._utf8:
-            return super().scan_blocks(keyspace, start, stop, uniform=uniform)
-        statements = self._sql(keyspace)
-        low, high = check_range(start, stop)
-        return self._blocks(statements, keyspace, low, high, uniform)
-
-    def _blocks(
-        self, statements: _Statements, keyspace: str, low: bytes, high: bytes | None, uniform: bytes | None
-    ) -> Iterator[RowBlock]:
-        """Keyset paging as `scan_pages`, a block per statement: without the value lengths while the values are
-        `uniform`; a block whose values are not is read again with them, and so are the blocks after it."""
-        if high is not None and low >= high:
-            return
-        action = f"scan of {keyspace}"
-        for n in count():
-            size = BLOCK_SIZES[min(n, len(BLOCK_SIZES) - 1)]
-            params = (low, size) if high is None else (low, high, size)
-            if uniform is not None:
-                sql = statements.block_lean_open if high is None else statements.block_lean
-                keys, lengths, values = self._run(lambda s=sql, p=params: self._conn.execute(s, p).fetchone(), action)
-                if keys is None:
-                    return
-                key_lengths = _lengths(lengths)
-                if values == uniform * len(key_lengths):
-                    block = RowBlock(keys, key_lengths, values, _repeated(len(uniform), key_lengths))
-                else:
-                    uniform = None
-            if uniform is None:
-                sql = statements.block_open if high is None else statements.block
-                keys, lengths, values = self._run(lambda s=sql, p=params: self._conn.execute(s, p).fetchone(), action)
-                if keys is None:
-                    return
-                packed = _lengths(lengths)
-                block = RowBlock(keys, packed & 0xFFFFFFFF, values, packed >> 32)
-            yield block
-            if len(block) < size:
-                return
-            low = successor(block.last_key())
+            return Store.scan_blocks(self, keyspace, start, stop, uniform=uniform)
+        return super().scan_blocks(keyspace, start, stop, uniform=uniform)
 
     # --- writes ---------------------------------------------------------------------------------------------
 
