@@ -57,8 +57,8 @@ class _Statements(KeyspaceSQL):
             "length(k) + (length(v) << 32)",
             "length(k)",
         )
-        """A blob passes through group_concat unchanged in a UTF-8 database; the subquery gives the aggregate its rows
-        in key order."""
+        """A blob passes through group_concat unchanged in a UTF-8 database; the subquery (a LIMIT subquery is never
+        flattened) gives the aggregate its rows in key order (SQLite before 3.44 has no ORDER BY in aggregates)."""
         for marks in MULTI_GET_SHAPES:
             setattr(self, f"multi_get_{marks}", f"SELECT k, v FROM {table} WHERE k IN ({', '.join('?' * marks)})")
 
