@@ -1,13 +1,13 @@
-"""PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, files read per
-TPC-DS query, data-skipping tightness and speed, the Hive metastore API (Hive's own vs `sargable serve`), files
-read per filter before and after `sgs.optimize`.
+"""PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, full and
+unselective partition listings, files read per TPC-DS query, data-skipping tightness and speed, the Hive metastore
+API (Hive's own vs `sargable serve`), files read per filter before and after `sgs.optimize`.
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
-Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json`,
-`tpcds.json`, `skipping.json`, `hms.json` and `optimize.json`. A plot whose results file is missing is skipped with
-a message, never drawn from invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no
-display is needed.
+Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json` (latency
+and listings), `tpcds.json`, `skipping.json`, `hms.json` and `optimize.json`. A plot whose results file is missing
+is skipped with a message, never drawn from invented figures. Needs matplotlib (the bench extra); draws with the Agg
+backend, so no display is needed.
 """
 
 from __future__ import annotations
@@ -122,6 +122,53 @@ def plot_partition_filter(data: dict[str, Any], out: Path) -> Path:
     _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
     fig.tight_layout(rect=(0, 0.02, 1, 0.92))
     path = out / "partition_filter_latency.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+LISTING_BARS = (
+    ("bare SQL scan", "#9ca3af", "bare SQL scan of the keys"),
+    ("sargable sqlite", "#1f6feb", "sargable, Partition objects"),
+    ("sargable arrow", "#60a5fa", "sargable, Arrow batches"),
+    ("deltalake", "#d97706", "deltalake, including its open"),
+    ("deltalake (open)", "#fbbf24", "deltalake, table already open"),
+)
+
+
+def plot_listing(data: dict[str, Any], out: Path) -> Path | None:
+    """Grouped bars per size and listing (no filter, a quarter of the table, an index lookup): sargable's two forms
+    against the bare SQL scan and deltalake; the label over sargable's faster form is its time over the bare scan."""
+    sizes = [entry for entry in sorted(data["sizes"], key=lambda e: e["size"]) if entry.get("listing")]
+    if not sizes:
+        return None
+    listings = list(dict.fromkeys(cell["filter"] for cell in sizes[0]["listing"]))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(max(10.0, 6.5 * len(sizes)), 5.6), squeeze=False)
+    width = 0.8 / len(LISTING_BARS)
+    for ax, entry in zip(axes[0], sizes, strict=True):
+        cells = {(c["system"], c["filter"]): c["ms"] for c in entry["listing"]}
+        for i, (system, color, label) in enumerate(LISTING_BARS):
+            xs = [n + (i - (len(LISTING_BARS) - 1) / 2) * width for n in range(len(listings))]
+            ms = [cells.get((system, name), 0) for name in listings]
+            ax.bar(xs, ms, width, color=color, label=label)
+        for n, name in enumerate(listings):
+            ours = [(cells[(s, name)], i) for i, (s, _, _) in enumerate(LISTING_BARS[1:3], 1) if (s, name) in cells]
+            bare = cells.get(("bare SQL scan", name))
+            if ours and bare:
+                best, i = min(ours)
+                x = n + (i - (len(LISTING_BARS) - 1) / 2) * width
+                ax.annotate(f"{best / bare:.1f}x bare", (x, best), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(listings)), listings)
+        ax.set_yscale("log")
+        ax.set_ylabel("latency, ms (log)")
+        ax.set_title(f"{entry['size']:,} partitions (SQLite)", fontsize=11)
+        ax.grid(True, axis="y", which="major", alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.96), ncol=3, frameon=False, fontsize=9)
+    fig.suptitle("Partition listings: sargable against the bare SQL scan and deltalake", y=0.995, fontsize=13)
+    _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.86))
+    path = out / "partition_listing.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
@@ -415,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     plots = [
         ("partition_filter.json", plot_partition_filter),
+        ("partition_filter.json", plot_listing),
         ("tpcds.json", plot_tpcds),
         ("skipping.json", plot_skipping),
         ("hms.json", plot_hms),
@@ -425,7 +473,11 @@ def main(argv: list[str] | None = None) -> int:
         if data is None:
             print(f"skipped {plot.__name__}: no {results / name} (run the benchmark with --json)", file=sys.stderr)
             continue
-        print(f"wrote {plot(data, out)} from {results / name}")
+        path = plot(data, out)
+        if path is None:
+            print(f"skipped {plot.__name__}: {results / name} holds nothing it draws", file=sys.stderr)
+            continue
+        print(f"wrote {path} from {results / name}")
     return 0
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sargable import keys
 from sargable.errors import KeyEncodingError
-from sargable.keycolumns import decode_arrow, decode_rows
+from sargable.keycolumns import decode_arrow, decode_joined_arrow, decode_joined_rows, decode_rows
 from sargable.skipping.table import arrow_type
 from sargable.types import parse_type
 from strategies import data_types, values
@@ -47,6 +47,11 @@ def test_decode_rows_is_decode_of_each_key(page, data) -> None:
     order = data.draw(st.permutations(range(codec.count)), label="order")
     reordered = [tuple(row[i] for i in order) for row in expected]
     assert _same(decode_rows(encoded, codec, len(prefix), order), reordered)
+    lengths = [len(key) for key in encoded]
+    assert _same(decode_joined_rows(b"".join(encoded), lengths, codec, len(prefix), order), reordered)
+    joined = decode_joined_arrow(b"".join(encoded), lengths, codec, len(prefix))
+    listed = decode_arrow(encoded, codec, len(prefix))
+    assert _same([column.to_pylist() for column in joined], [column.to_pylist() for column in listed])
 
 
 @settings(max_examples=300)

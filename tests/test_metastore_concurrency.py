@@ -405,8 +405,20 @@ def test_one_call_reads_one_snapshot(url: str) -> None:
             seen += len(page)
             yield page
 
+    real_scan_blocks = reader.store.scan_blocks
+
+    def scan_blocks(keyspace: str, *args: Any, **kwargs: Any) -> Any:
+        seen = 0
+        for block in real_scan_blocks(keyspace, *args, **kwargs):
+            if keyspace == PARTITIONS and seen <= 10 < seen + len(block) and len(commits) < calls:
+                writer.commit(DB, TABLE, add_files=_files(9, len(commits)))
+                commits.append(len(commits))
+            seen += len(block)
+            yield block
+
     reader.store.scan = scan  # type: ignore[method-assign]
     reader.store.scan_pages = scan_pages  # type: ignore[method-assign]
+    reader.store.scan_blocks = scan_blocks  # type: ignore[method-assign]
     calls = 1
     names = reader.list_partition_names(DB, TABLE)
     assert commits == [0]
@@ -417,6 +429,7 @@ def test_one_call_reads_one_snapshot(url: str) -> None:
     assert [p.values for p in parts if p.values[1] == 9] == [("a", 9, 0), ("z", 9, 0)]
     reader.store.scan = real_scan  # type: ignore[method-assign]
     reader.store.scan_pages = real_scan_pages  # type: ignore[method-assign]
+    reader.store.scan_blocks = real_scan_blocks  # type: ignore[method-assign]
     assert len([n for n in reader.list_partition_names(DB, TABLE) if "w=9" in n]) == 4
     reader.close()
     writer.close()

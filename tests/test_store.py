@@ -180,6 +180,39 @@ def test_scan_ranges_reads_exactly_the_keys_of_its_ranges_in_order(store: Store,
     assert list(store.scan_ranges("main", ranges)) == expected
 
 
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(),
+    uniform=st.sampled_from([None, b"", b"\x01"]),
+    start=st.none() | _keys,
+    stop=st.none() | _keys,
+)
+def test_scan_blocks_are_the_scan_in_one_piece(store: Store, data, uniform, start, stop):
+    """Blocks hold exactly the scan's rows, in key order (NUL, 0xff, bytes that are no UTF-8, empty values), with or
+    without a `uniform` value (the values then never concatenate to it but when each is it, as its callers know)."""
+    others = st.binary(max_size=12).filter(lambda v: not uniform or v == uniform or v.strip(uniform))
+    values = st.sampled_from([b"" if uniform is None else uniform]) | others
+    rows = data.draw(st.dictionaries(_keys, values, max_size=40), label="rows")
+    store.delete_range("main", None, None)
+    store.put_many("main", rows.items())
+    blocks = list(store.scan_blocks("main", start, stop, uniform=uniform))
+    assert all(len(block) for block in blocks)
+    assert [row for block in blocks for row in block.rows()] == list(store.scan("main", start, stop))
+    for block in blocks:
+        assert block.keys == b"".join(block.key_list()) and block.values == b"".join(block.value_list())
+        assert block.last_key() == block.key_list()[-1]
+        assert block.head(1).rows() == block.rows()[:1]
+
+
+def test_scan_blocks_page_through_every_key(store: Store):
+    n = 40_000
+    store.put_many("main", ((k(i), b"" if i % 3 or i < 30_000 else b"%d" % i) for i in range(n)))
+    for uniform in (None, b""):
+        blocks = list(store.scan_blocks("main", k(7), None, uniform=uniform))
+        assert len(blocks) > 1
+        assert [row for block in blocks for row in block.rows()] == list(store.scan("main", k(7), None))
+
+
 def test_scan_ranges_pages_through_many_ranges(store: Store):
     """Ranges past one statement's batch and pages past the first size: every key once, in key order."""
     store.put_many("main", [(k(i), b"%d" % i) for i in range(30_000)])

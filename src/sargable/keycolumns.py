@@ -27,6 +27,7 @@ import pyarrow as pa
 from sargable.errors import KeyEncodingError
 from sargable.keys import TupleCodec
 from sargable.skipping.table import arrow_type
+from sargable.store.blocks import split
 from sargable.types import DataType
 
 EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
@@ -43,9 +44,26 @@ def decode_rows(
 ) -> list[tuple[Any, ...]]:
     """`codec.decode(key[offset:])` of every key, as tuples; with `order`, each tuple's fields are taken in that
     order (field `order[0]` first: how an index key's values return to partition-key order)."""
-    columns = _columns(keys, codec, offset)
+    return decode_joined_rows(*joined(keys), codec, offset, order)
+
+
+def decode_arrow(keys: Sequence[bytes], codec: TupleCodec, offset: int = 0) -> list[pa.Array]:
+    """One Arrow array per field of `codec`'s schema (`arrow_type` of its type), exact as `decode_rows`."""
+    return decode_joined_arrow(*joined(keys), codec, offset)
+
+
+def joined(keys: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
+    """The keys concatenated, and each key's length: the form the `decode_joined_*` functions take."""
+    return b"".join(keys), np.fromiter(map(len, keys), np.int64, len(keys))
+
+
+def decode_joined_rows(
+    data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int = 0, order: Sequence[int] | None = None
+) -> list[tuple[Any, ...]]:
+    """`decode_rows` of the keys concatenated in `data`, each `lengths[i]` bytes long (a store's `RowBlock`)."""
+    columns = _columns(data, lengths, codec, offset)
     if columns is None:
-        rows = [codec.decode(key[offset:]) for key in keys]
+        rows = [codec.decode(key[offset:]) for key in split(data, lengths)]
         if order is None:
             return rows
         return [tuple(row[i] for i in order) for row in rows]
@@ -53,19 +71,19 @@ def decode_rows(
     return list(zip(*(values if order is None else [values[i] for i in order]), strict=True))
 
 
-def decode_arrow(keys: Sequence[bytes], codec: TupleCodec, offset: int = 0) -> list[pa.Array]:
-    """One Arrow array per field of `codec`'s schema (`arrow_type` of its type), exact as `decode_rows`."""
-    columns = _columns(keys, codec, offset) if keys else None
+def decode_joined_arrow(data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int = 0) -> list[pa.Array]:
+    """`decode_arrow` of the keys concatenated in `data`, each `lengths[i]` bytes long."""
+    columns = _columns(data, lengths, codec, offset) if len(lengths) else None
     if columns is None:
-        rows = [codec.decode(key[offset:]) for key in keys]
+        rows = [codec.decode(key[offset:]) for key in split(data, lengths)]
         return [pa.array([row[i] for row in rows], arrow_type(t)) for i, t in enumerate(codec.types)]
     return [column.arrow() for column in columns]
 
 
-def _columns(keys: Sequence[bytes], codec: TupleCodec, offset: int) -> list[_Column] | None:
+def _columns(data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int) -> list[_Column] | None:
     """The page's columns, or None when the page must be decoded key by key."""
     try:
-        return _Page(keys, codec, offset).columns()
+        return _Page(data, lengths, codec, offset).columns()
     except _Fallback:
         return None
 
@@ -126,13 +144,13 @@ class _Column:
 class _Page:
     """The keys of one page as one byte array, each field's start in each key (`at`), and where the fields end."""
 
-    def __init__(self, keys: Sequence[bytes], codec: TupleCodec, offset: int) -> None:
+    def __init__(self, data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int) -> None:
         self.codec = codec
-        self.count = len(keys)
-        lengths = np.fromiter(map(len, keys), np.int64, self.count)
-        self.ends = np.cumsum(lengths)
-        self.data = np.frombuffer(b"".join(keys) + bytes(16), np.uint8)
-        self.origin = self.ends - lengths + offset
+        self.count = len(lengths)
+        sizes = np.asarray(lengths, np.int64)
+        self.ends = np.cumsum(sizes)
+        self.data = np.frombuffer(data + bytes(16), np.uint8)
+        self.origin = self.ends - sizes + offset
         self.at = self.origin
         self.stop = self.ends
         """Where the fields end in each key: before the offset trailer, when the schema has one."""

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sargable import keys
+from sargable.domain import storable_string
 from sargable.errors import (
     AlreadyExistsError,
     CommitConflictError,
@@ -68,6 +69,11 @@ def check_columns(kind: str, columns: Any) -> tuple[tuple[str, DataType], ...]:
         name, dtype = item
         if not isinstance(name, str) or not name or len(name) > 767 or any(ord(c) < 32 for c in name):
             raise MetastoreError(f"{kind}: invalid column name {name!r} (non-empty, no control characters)")
+        if not storable_string(name):
+            raise MetastoreError(
+                f"{kind}: invalid column name {name!r}: it holds a lone surrogate, which has no UTF-8 form (Parquet, "
+                "Arrow and the Hive metastore API all need one)"
+            )
         try:
             out.append((name, parse_type(dtype)))
         except TypeCoercionError as exc:

@@ -19,12 +19,13 @@ always agree.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sargable.keycolumns import decode_arrow
+from sargable.domain import storable_string
+from sargable.errors import MetastoreError
+from sargable.keycolumns import decode_joined_arrow
 from sargable.metastore.names import DEFAULT_PARTITION_NAME, ESCAPE_PATTERN, escape_path_name, value_to_name
 from sargable.metastore.partitions import Page
 from sargable.metastore.records import TableDefinition
@@ -32,13 +33,23 @@ from sargable.skipping.table import arrow_type
 from sargable.types import DataType
 
 PARAMETERS_TYPE = pa.map_(pa.string(), pa.string())
+FEW_VALUES = 64
+"""A key with at most this many distinct values in a batch has their names formatted in Python (Arrow's calls cost
+tens of microseconds each, more than formatting a few values)."""
 BATCH_ROWS = 4096
 """Partitions per record batch, at least (but the last): Arrow costs some hundreds of microseconds a batch, so the
 store's first short pages are joined."""
 
 
 def batch_schema(table: TableDefinition) -> pa.Schema:
-    """The schema of a table's partition batches."""
+    """The schema of a table's partition batches (a partition key name with no UTF-8 form, which tables made before
+    such names were refused may have, is a MetastoreError: Arrow names are UTF-8)."""
+    for name, _ in table.partition_keys:
+        if not storable_string(name):
+            raise MetastoreError(
+                f"{table.qualified_name}: partition key {name!r} holds a lone surrogate, which has no UTF-8 form, so "
+                "no Arrow listing can name it; list the partitions as objects (Table.partitions) or rename the key"
+            )
     values = pa.struct([(name, arrow_type(dtype)) for name, dtype in table.partition_keys])
     return pa.schema(
         [
@@ -60,10 +71,7 @@ def record_batch(page: Page) -> pa.RecordBatch:
     table = page.table
     schema = batch_schema(table)
     columns = _value_columns(page)
-    pieces: list[Any] = []
-    for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True)):
-        pieces += [("/" if i else "") + escape_path_name(name) + "=", _value_names(column, dtype)]
-    names = pc.binary_join_element_wise(*pieces, "")
+    names = _names(table, columns)
     location = pc.binary_join_element_wise(table.location.rstrip("/") + "/", names, "")
     explicit = page.explicit() or ()
     if any(location is not None for location, _, _ in explicit):
@@ -76,25 +84,45 @@ def record_batch(page: Page) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([values, names, location, params], schema=schema)
 
 
+def partition_names(page: Page) -> pa.StringArray:
+    """The Hive names of a page's partitions (`Partition.name`); the partition key names must have a UTF-8 form."""
+    return _names(page.table, _value_columns(page))
+
+
+def _names(table: TableDefinition, columns: list[pa.Array]) -> pa.StringArray:
+    """Each partition's Hive name from its value columns: the keys' pieces `/KEY=value` joined."""
+    pieces = [
+        _value_names(column, dtype, ("/" if i else "") + escape_path_name(name) + "=")
+        for i, (column, (name, dtype)) in enumerate(zip(columns, table.partition_keys, strict=True))
+    ]
+    return pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
+
+
 def _value_columns(page: Page) -> list[pa.Array]:
     """The page's values as one Arrow array per partition key, in key order."""
     keys = page.table.partition_keys
     decoded = page.decoded_values
     if decoded is not None:
         return [pa.array([row[i] for row in decoded], arrow_type(t)) for i, (_, t) in enumerate(keys)]
-    columns = decode_arrow(page.keys, page.codec, page.offset)
+    columns = decode_joined_arrow(*page.joined(), page.codec, page.offset)
     return columns if page.order is None else [columns[i] for i in page.order]
 
 
-def _value_names(column: pa.Array, dtype: DataType) -> pa.Array:
-    """Each value's path form (`value_to_name`), formatted once per distinct value (in Arrow where that gives the
-    same text: integers, and strings with nothing to escape)."""
+def _value_names(column: pa.Array, dtype: DataType, label: str) -> pa.Array:
+    """Each value's path form (`value_to_name`) after `label` (`/KEY=`), formatted once per distinct value: in Python
+    when they are few, else in Arrow where that gives the same text (integers, dates (ISO, as `date.isoformat`) and
+    strings with nothing to escape)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     distinct = encoded.dictionary
-    if dtype.is_integral:
-        texts = pc.fill_null(pc.cast(distinct, pa.string()), DEFAULT_PARTITION_NAME)
+    if len(distinct) <= FEW_VALUES:
+        texts = pa.array([label + value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
+        return texts.take(encoded.indices)
+    if dtype.is_integral or dtype.name == "date":
+        texts = pc.cast(distinct, pa.string())
     elif dtype.is_string and not pc.any(pc.match_substring_regex(distinct, ESCAPE_PATTERN)).as_py():
-        texts = pc.fill_null(distinct, DEFAULT_PARTITION_NAME)
+        texts = distinct
     else:
         texts = pa.array([value_to_name(v, dtype) for v in distinct.to_pylist()], pa.string())
-    return texts.take(encoded.indices)
+    if texts.null_count:
+        texts = pc.fill_null(texts, DEFAULT_PARTITION_NAME)
+    return pc.binary_join_element_wise(label, texts, "").take(encoded.indices)

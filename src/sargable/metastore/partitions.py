@@ -29,9 +29,10 @@ from sargable.metastore.records import (
 )
 from sargable.metastore.schema import COVERED, DECODE_ERRORS, INDEXES, PARTITIONS, damaged, key_range
 from sargable.metastore.totals import NO_CHANGE, plus
-from sargable.plan import FilterPlan, execute_pages
+from sargable.plan import FilterPlan, execute_blocks, execute_pages
 from sargable.store import Store
 from sargable.store.base import MAX_PAGE
+from sargable.store.blocks import RowBlock, split
 from sargable.types import convert
 
 BATCH = 2000
@@ -204,41 +205,86 @@ class Page:
     """A page of partitions as the store returned them: their keys (of the primary keyspace or an index) and stored
     values (location, parameters and Hive fields, empty for the common case), decoded on demand: as Python rows (`rows`,
     `partitions`) with the keys decoded a page at a time (`sargable.keycolumns`), or as Arrow columns
-    (`sargable.metastore.columnar`)."""
+    (`sargable.metastore.columnar`). The keys are a list, or concatenated with their lengths (a store's `RowBlock`),
+    whichever the store gave."""
 
-    __slots__ = ("_values", "codec", "keys", "keyspace", "offset", "order", "stored", "table")
+    __slots__ = ("_joined", "_keys", "_stored", "_values", "codec", "keyspace", "offset", "order", "table")
 
     def __init__(
         self,
         table: TableDefinition,
-        keys: Sequence[bytes],
-        stored: Sequence[bytes],
+        keys: Sequence[bytes] | None,
+        stored: Sequence[bytes] | None,
         codec: TupleCodec,
         offset: int,
         order: list[int] | None = None,
         keyspace: str = PARTITIONS,
         values: list[tuple[Any, ...]] | None = None,
+        joined: tuple[bytes, Any] | None = None,
     ) -> None:
         self.table = table
-        self.keys = keys
-        """Each partition's key; its encoded tuple starts at `offset` (after the table's or index's prefix)."""
-        self.stored = stored
-        """Each partition's stored value (`encode_partition_value`)."""
+        self._keys = keys
+        self._joined = joined
+        """The keys concatenated and each one's length (a list, or a numpy array for a long block), when the store
+        gave them so."""
+        self._stored = stored
+        """Each partition's stored value (`encode_partition_value`); None when every one is empty."""
         self.codec = codec
         self.offset = offset
+        """Where each key's encoded tuple starts (after the table's or index's prefix)."""
         self.order = order
         """For index keys: the key field holding each partition key, in partition-key order (None: the same order)."""
         self.keyspace = keyspace
         self._values = values
 
+    @classmethod
+    def of_block(
+        cls,
+        table: TableDefinition,
+        block: RowBlock,
+        stored: Sequence[bytes] | None,
+        codec: TupleCodec,
+        offset: int,
+        order: list[int] | None = None,
+        keyspace: str = PARTITIONS,
+    ) -> Page:
+        """The page of a block's keys, with these stored values."""
+        return cls(table, None, stored, codec, offset, order, keyspace, joined=(block.keys, block.key_lengths))
+
     def __len__(self) -> int:
-        return len(self.stored)
+        return len(self._keys) if self._keys is not None else len(self._joined[1])  # type: ignore[index]
+
+    @property
+    def keys(self) -> Sequence[bytes]:
+        """Each partition's key."""
+        if self._keys is None:
+            assert self._joined is not None
+            self._keys = split(*self._joined)
+        return self._keys
+
+    @property
+    def stored(self) -> Sequence[bytes]:
+        """Each partition's stored value (`encode_partition_value`)."""
+        return [b""] * len(self) if self._stored is None else self._stored
+
+    def joined(self) -> tuple[bytes, Any]:
+        """The keys concatenated and each one's length (`sargable.keycolumns.joined`)."""
+        if self._joined is None:
+            from sargable.keycolumns import joined  # numpy: loaded on the first page decoded at once, not on import
+
+            self._joined = joined(self.keys)
+        return self._joined
 
     def head(self, count: int) -> Page:
         """The page's first `count` partitions."""
         values = None if self._values is None else self._values[:count]
-        keys, stored = self.keys[:count], self.stored[:count]
-        return Page(self.table, keys, stored, self.codec, self.offset, self.order, self.keyspace, values)
+        stored = None if self._stored is None else self._stored[:count]
+        keys = None if self._keys is None else self._keys[:count]
+        joined = None
+        if self._joined is not None:
+            data, lengths = self._joined
+            joined = (data[: int(sum(lengths[:count]))], lengths[:count])
+        return Page(self.table, keys, stored, self.codec, self.offset, self.order, self.keyspace, values, joined)
 
     @property
     def decoded_values(self) -> list[tuple[Any, ...]] | None:
@@ -248,14 +294,14 @@ class Page:
     def values(self) -> list[tuple[Any, ...]]:
         """Each partition's typed values, in partition-key order."""
         if self._values is None:
-            self._values = decoded_values(self.table, self.keys, self.codec, self.offset, self.order, self.keyspace)
+            self._values = decoded_values(self)
         return self._values
 
     def explicit(self) -> list[tuple[str | None, dict[str, str], HivePartition | None]] | None:
         """Each partition's stored value decoded: (location, parameters, Hive fields), None and empty where it has
         none; None when no partition of the page has any (the common case)."""
-        stored = self.stored
-        if not any(stored):
+        stored = self._stored
+        if stored is None or not any(stored):
             return None
         out = []
         for i, value in enumerate(stored):
@@ -300,38 +346,44 @@ def _joined(pages: list[Page]) -> Page:
     if len(pages) == 1:
         return pages[0]
     first = pages[0]
-    keys = [key for page in pages for key in page.keys]
-    stored = [value for page in pages for value in page.stored]
     decoded = any(page.decoded_values is not None for page in pages)
     values = [row for page in pages for row in page.values()] if decoded else None
+    stored = None
+    if any(page._stored is not None for page in pages):
+        stored = [value for page in pages for value in page.stored]
+    if all(page._keys is None for page in pages):
+        parts = [page.joined() for page in pages]
+        if any(hasattr(lengths, "dtype") for _, lengths in parts):
+            import numpy as np  # a long block's lengths are a numpy array: numpy is loaded already
+
+            lengths: Any = np.concatenate([lengths for _, lengths in parts])
+        else:
+            lengths = [n for _, page_lengths in parts for n in page_lengths]
+        joined = (b"".join(data for data, _ in parts), lengths)
+        return Page(first.table, None, stored, first.codec, first.offset, first.order, first.keyspace, values, joined)
+    keys = [key for page in pages for key in page.keys]
     return Page(first.table, keys, stored, first.codec, first.offset, first.order, first.keyspace, values)
 
 
-def decoded_values(
-    table: TableDefinition,
-    keys: Sequence[bytes],
-    codec: TupleCodec,
-    offset: int,
-    order: list[int] | None,
-    keyspace: str,
-) -> list[tuple[Any, ...]]:
-    """The typed values of a page of keys (a long page decoded at once); a key that doesn't decode is a
+def decoded_values(page: Page) -> list[tuple[Any, ...]]:
+    """The typed values of a page's keys (a long or joined page decoded at once); a key that doesn't decode is a
     DamagedMetastoreError naming it."""
+    codec, offset, order = page.codec, page.offset, page.order
     try:
-        if len(keys) >= BATCH_MIN:
-            from sargable.keycolumns import decode_rows  # numpy: loaded on the first page that big, not on import
+        if len(page) >= BATCH_MIN:
+            from sargable.keycolumns import decode_joined_rows  # numpy: loaded on the first page that big
 
-            return decode_rows(keys, codec, offset, order)
+            return decode_joined_rows(*page.joined(), codec, offset, order)
         decode = codec.decode
         if order is None:
-            return [decode(key[offset:]) for key in keys]
-        return [tuple(row[i] for i in order) for row in (decode(key[offset:]) for key in keys)]
+            return [decode(key[offset:]) for key in page.keys]
+        return [tuple(row[i] for i in order) for row in (decode(key[offset:]) for key in page.keys)]
     except DECODE_ERRORS:
-        for key in keys:
+        for key in page.keys:
             try:
                 codec.decode(key[offset:])
             except DECODE_ERRORS as exc:
-                raise damaged(keyspace, key, f"a partition key of {table.qualified_name}", exc) from None
+                raise damaged(page.keyspace, key, f"a partition key of {page.table.qualified_name}", exc) from None
         raise
 
 
@@ -348,8 +400,10 @@ def _primary_page(table: TableDefinition, layout: TableLayout, rows: list[tuple[
 def pages_all(store: Store, table: TableDefinition) -> Iterator[Page]:
     """Every partition of the table, in key order, a store page at a time."""
     layout = layout_of(table)
-    for rows in store.scan_pages(PARTITIONS, *key_range(layout.prefix)):
-        yield _primary_page(table, layout, rows)
+    assert layout.codec is not None
+    for block in store.scan_blocks(PARTITIONS, *key_range(layout.prefix), uniform=b""):
+        stored = block.value_list() if block.values else None
+        yield Page.of_block(table, block, stored, layout.codec, layout.size)
 
 
 def scan_all(store: Store, table: TableDefinition) -> Iterator[Partition]:
@@ -429,15 +483,19 @@ def _from_index(
     path: AccessPath,
 ) -> Iterator[Page]:
     """Partitions from the index entries a plan selects, in index key order, a page at a time. An entry holds the
-    partition row's value after the COVERED marker; one written without it is looked up in the partitions."""
+    partition row's value after the COVERED marker; one written without it is looked up in the partitions. Values
+    that concatenate to COVERED once per entry are each COVERED (no stored value is all COVERED bytes), so the store
+    need not return their lengths (`uniform`)."""
     position = index.position
     order = [*range(1, position + 1), 0, *range(position + 1, len(index.columns))]
-    for rows in execute_pages(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats):
+    blocks = execute_blocks(plan, store, INDEXES, index.columns, prefix=index.prefix, stats=path.stats, uniform=COVERED)
+    for block in blocks:
+        if block.all_values(COVERED):
+            yield Page.of_block(table, block, None, index.codec, index.size, order, INDEXES)
+            continue
+        rows = block.rows()
         keys = [row[0] for row in rows]
         entries = [row[1] for row in rows]
-        if entries.count(COVERED) == len(entries):
-            yield Page(table, keys, [b""] * len(entries), index.codec, index.size, order, INDEXES)
-            continue
         stored = [value[1:] for value in entries]
         page = Page(table, keys, stored, index.codec, index.size, order, INDEXES)
         if all(value[:1] == COVERED for value in entries):

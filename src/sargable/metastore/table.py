@@ -10,12 +10,14 @@ row locked and leaves the handle at its version (`refresh` gives a handle of the
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from sargable.domain import storable_string
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
 from sargable.expr.bound import unbound_expr
@@ -214,7 +216,7 @@ class Table:
         snapshot; at most `max_parts`. The filter may use partition keys only."""
         if max_parts is not None and (isinstance(max_parts, bool) or not isinstance(max_parts, int) or max_parts < 0):
             raise MetastoreError(f"max_parts must be a non-negative integer or None, got {max_parts!r}")
-        with self._reading():
+        with self._reading(), _collector_paused():
             return list(islice(self.iter_partitions(filter, dialect=dialect), max_parts))
 
     def partitions_explained(self, filter: FilterArg, *, dialect: str = "sql") -> tuple[list[Partition], FilterExplain]:
@@ -250,9 +252,19 @@ class Table:
             return partition_rows.by_names(self._store, self.definition, names)
 
     def partition_names(self) -> list[str]:
-        """Every partition's Hive name, in key order."""
+        """Every partition's Hive name, in key order (a long page's names formatted in Arrow, as
+        `columnar.partition_names`, when the key names have a UTF-8 form)."""
+        names: list[str] = []
+        arrow = all(storable_string(name) for name in self.partition_key_names)
         with self._reading():
-            return [p.name for p in partition_rows.scan_all(self._store, self.definition)]
+            for page in partition_rows.pages_all(self._store, self.definition):
+                if len(page) < partition_rows.BATCH_MIN or not arrow:
+                    names += [p.name for p in page.partitions()]
+                    continue
+                from sargable.metastore.columnar import partition_names  # pyarrow: loaded for long pages only
+
+                names += partition_names(page).to_pylist()
+        return names
 
     def count_partitions(self) -> int:
         """The number of partitions (counted in the store, none decoded)."""
@@ -449,6 +461,21 @@ class Table:
                 notes=notes,
                 ignore_stats=ignore_stats,
             )
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, and on again after if it was: a list of many partitions
+    otherwise runs it over the growing list again and again (a third of a long listing's time); the objects of a
+    listing hold no reference cycles, and the collections are only deferred."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _checked_limit(limit: Any) -> int | None:

@@ -7,7 +7,16 @@ algebra), `order` (value order and domains), `ranges` (range union), `boxes` / `
 `keyfilter` (filters on raw key bytes), `execute` (running plans).
 """
 
-from sargable.plan.execute import GET_BATCH, ExecutionStats, Explain, execute, execute_pages, explain, scan_bounds
+from sargable.plan.execute import (
+    GET_BATCH,
+    ExecutionStats,
+    Explain,
+    execute,
+    execute_blocks,
+    execute_pages,
+    explain,
+    scan_bounds,
+)
 from sargable.plan.filterplan import FilterPlan
 from sargable.plan.keyfilter import compile_key_filter
 from sargable.plan.planner import DEFAULT_MAX_SCANS, plan_key_ranges
@@ -23,6 +32,7 @@ __all__ = [
     "ScanPlan",
     "compile_key_filter",
     "execute",
+    "execute_blocks",
     "execute_pages",
     "explain",
     "plan_key_ranges",

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 from sargable import keys
 from sargable.errors import SargableError
@@ -18,6 +19,7 @@ from sargable.plan.filterplan import FilterPlan, key_columns_of
 from sargable.plan.keyfilter import KeyTest, compile_key_filter
 from sargable.plan.scan import ScanMarker, ScanPlan
 from sargable.store.base import Store
+from sargable.store.blocks import RowBlock
 from sargable.types import DataType
 
 GET_BATCH = 512
@@ -130,7 +132,24 @@ def execute_pages(
     """As `execute`, in lists of `(key, value)` pairs (the store's pages, filtered; none empty): for callers that
     decode many keys at once."""
     columns = _check(plan, key_columns, prefix)
-    return _run(plan, store, keyspace, columns, prefix, stats if stats is not None else ExecutionStats())
+    return _run(plan, store, keyspace, columns, prefix, stats if stats is not None else ExecutionStats(), False)
+
+
+def execute_blocks(
+    plan: FilterPlan,
+    store: Store,
+    keyspace: str,
+    key_columns: Sequence[tuple[str, DataType | str]] | None = None,
+    *,
+    prefix: bytes = b"",
+    stats: ExecutionStats | None = None,
+    uniform: bytes | None = None,
+) -> Iterator[RowBlock]:
+    """As `execute_pages`, as `RowBlock`s: a range without a key filter is read with the store's `scan_blocks` (no
+    Python object per row; `uniform` as there); gets and filtered ranges are read as pages and made blocks."""
+    columns = _check(plan, key_columns, prefix)
+    stats = stats if stats is not None else ExecutionStats()
+    return _run(plan, store, keyspace, columns, prefix, stats, True, uniform)
 
 
 def _run(
@@ -140,7 +159,10 @@ def _run(
     columns: tuple[tuple[str, DataType], ...],
     prefix: bytes,
     stats: ExecutionStats,
-) -> Iterator[list[tuple[bytes, bytes]]]:
+    blocks: bool,
+    uniform: bytes | None = None,
+) -> Iterator[Any]:
+    """The pages (lists of pairs) of a plan, or with `blocks` its `RowBlock`s."""
     began = time.perf_counter()
     types = [t for _, t in columns]
     offset = len(prefix)
@@ -161,33 +183,39 @@ def _run(
                 assert isinstance(scan.start, ScanMarker)
                 pending.append((prefix + keys.encode(scan.start.values, types), key_test(scan)))
                 if len(pending) >= GET_BATCH:
-                    yield from _fetch(store, keyspace, pending, stats)
+                    yield from _fetch(store, keyspace, pending, stats, blocks)
                     pending = []
                 continue
             if pending:
-                yield from _fetch(store, keyspace, pending, stats)
+                yield from _fetch(store, keyspace, pending, stats, blocks)
                 pending = []
             start, stop = scan_bounds(scan, columns, prefix=prefix)
             if stop is not None and start >= stop:
                 continue
             stats.ranges_scanned += 1
             test = key_test(scan)
+            if test is None and blocks:
+                for block in store.scan_blocks(keyspace, start, stop, uniform=uniform):
+                    stats.keys_examined += len(block)
+                    stats.keys_returned += len(block)
+                    yield block
+                continue
             for page in store.scan_pages(keyspace, start, stop):
                 stats.keys_examined += len(page)
                 if test is not None:
                     page = [row for row in page if test(row[0])]
                 if page:
                     stats.keys_returned += len(page)
-                    yield page
+                    yield RowBlock.of_rows(page) if blocks else page
         if pending:
-            yield from _fetch(store, keyspace, pending, stats)
+            yield from _fetch(store, keyspace, pending, stats, blocks)
     finally:
         stats.elapsed_ms += (time.perf_counter() - began) * 1000
 
 
 def _fetch(
-    store: Store, keyspace: str, pending: list[tuple[bytes, KeyTest | None]], stats: ExecutionStats
-) -> Iterator[list[tuple[bytes, bytes]]]:
+    store: Store, keyspace: str, pending: list[tuple[bytes, KeyTest | None]], stats: ExecutionStats, blocks: bool
+) -> Iterator[Any]:
     stats.gets += len(pending)
     found = store.multi_get(keyspace, [key for key, _ in pending])
     page = []
@@ -200,7 +228,7 @@ def _fetch(
             page.append((key, value))
     if page:
         stats.keys_returned += len(page)
-        yield page
+        yield RowBlock.of_rows(page) if blocks else page
 
 
 def explain(

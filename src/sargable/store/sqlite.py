@@ -13,12 +13,22 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sargable.errors import StoreError, TransactionConflictError
-from sargable.store.base import TABLE_PREFIX, KeyspaceSQL, SQLStore, as_bytes, check_keyspace, unique_items, unique_keys
+from sargable.store.base import (
+    TABLE_PREFIX,
+    KeyspaceSQL,
+    SQLStore,
+    Store,
+    as_bytes,
+    check_keyspace,
+    unique_items,
+    unique_keys,
+)
+from sargable.store.blocks import RowBlock
 
 T = TypeVar("T")
 
@@ -41,6 +51,14 @@ class _Statements(KeyspaceSQL):
         super().__init__(table, "?")
         self.create = f"CREATE TABLE IF NOT EXISTS {table} (k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID"
         self.put = f"INSERT OR REPLACE INTO {table} (k, v) VALUES (?, ?)"
+        self.blocks(
+            "SELECT CAST(group_concat(k, '') AS BLOB), group_concat({lengths}), CAST(group_concat(v, '') AS BLOB) "
+            f"FROM (SELECT k, v FROM {table} WHERE k >= ? {{stop}}ORDER BY k LIMIT ?)",
+            "length(k) + (length(v) << 32)",
+            "length(k)",
+        )
+        """A blob passes through group_concat unchanged in a UTF-8 database; the subquery (a LIMIT subquery is never
+        flattened) gives the aggregate its rows in key order (SQLite before 3.44 has no ORDER BY in aggregates)."""
         for marks in MULTI_GET_SHAPES:
             setattr(self, f"multi_get_{marks}", f"SELECT k, v FROM {table} WHERE k IN ({', '.join('?' * marks)})")
 
@@ -63,6 +81,8 @@ class SQLiteStore(SQLStore):
         absolute = os.path.abspath(path)
         self._files = () if path == ":memory:" else (absolute, *(absolute + suffix for suffix in SIDE_FILE_SUFFIXES))
         self._statements: dict[str, _Statements] = {}
+        self._utf8 = True
+        """Whether the database's text encoding is UTF-8, which `scan_blocks`' statements need (others transcode)."""
         if path != ":memory:" and not create:
             try:
                 empty = os.stat(path).st_size == 0
@@ -111,6 +131,7 @@ class SQLiteStore(SQLStore):
             mode = execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreError(f"{self.url}: can't switch the database to WAL mode (it stays in {mode} mode)")
+        self._utf8 = execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
         execute("PRAGMA synchronous = NORMAL")
         execute("PRAGMA cache_size = -65536")
         execute("PRAGMA temp_store = MEMORY")
@@ -231,6 +252,13 @@ class SQLiteStore(SQLStore):
             rows = self._run(lambda s=sql, c=chunk: self._conn.execute(s, c).fetchall(), f"multi_get from {keyspace}")
             found.update(rows)
         return found
+
+    def scan_blocks(
+        self, keyspace: str, start: bytes | None = None, stop: bytes | None = None, *, uniform: bytes | None = None
+    ) -> Iterator[RowBlock]:
+        if not self._utf8:
+            return Store.scan_blocks(self, keyspace, start, stop, uniform=uniform)
+        return super().scan_blocks(keyspace, start, stop, uniform=uniform)
 
     # --- writes ---------------------------------------------------------------------------------------------
 
