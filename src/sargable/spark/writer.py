@@ -24,8 +24,8 @@ import pickle
 import posixpath
 import time
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,16 @@ from sargable.types import DataType
 from sargable.vacuum import vacuum as run_vacuum
 
 MODES = ("append", "overwrite")
+PHASES = ("spark write", "listing", "footers", "move", "commit", "cleanup")
+"""The steps of a write whose seconds `WriteResult.phases` holds (the module docstring's 1-4, then the cleanup)."""
+STAGING_OPTIONS = {
+    "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "fs.file.impl.disable.cache": "true",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+}
+"""Hadoop settings of the staging write only (writer options reach the write job's Hadoop configuration, never the
+session's): on a local file system no `.crc` checksum file per data file (written, renamed twice, then deleted by
+the staging cleanup; the footers and the row counts are checked instead), and no `_SUCCESS` marker."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,8 @@ class WriteResult:
     cleanup_failures: tuple[str, ...] = ()
     """What the write could not clean up after its commit (`path: reason`): replaced files not deleted (e.g. one
     outside the table location), a staging folder left. The write succeeded; `vacuum` finds what is left inside."""
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Seconds per step (`PHASES`), to see where a write's time goes."""
 
 
 def _fields_by_name(df: Any) -> dict[str, Any]:
@@ -126,8 +138,9 @@ def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list
     return table
 
 
-def _aligned(df: Any, table: TableDefinition) -> Any:
-    """The DataFrame's columns in table order, cast to the table's types; missing data columns as NULL."""
+def _aligned(df: Any, table: TableDefinition, extra: Sequence[str] = ()) -> Any:
+    """The DataFrame's columns in table order, cast to the table's types, then its `extra` columns as they are;
+    missing data columns as NULL."""
     from pyspark.sql import functions as F
 
     fields = _fields_by_name(df)
@@ -142,7 +155,7 @@ def _aligned(df: Any, table: TableDefinition) -> Any:
             out.append(F.col(f"`{field.name}`").alias(name))
         else:
             out.append(F.col(f"`{field.name}`").cast(target).alias(name))
-    return df.select(*out)
+    return df.select(*out, *(F.col(f"`{name}`") for name in extra))
 
 
 def _footer_stats(
@@ -216,12 +229,26 @@ def _check_staging_root(fs: FileSystem, staging_root: str) -> None:
         )
 
 
-def _staged_files(fs: FileSystem, staging: str, table: TableDefinition) -> list[tuple[str, str, dict[str, Any], int]]:
+def _split_name(rel: list[str], split_by: str | None, path: str) -> tuple[list[str], str]:
+    """The partition folders and the final file name of a staged file: with `split_by`, its last folder
+    (`split_by=N`) is dropped and `N` goes into the name, unique within the write."""
+    if split_by is None:
+        return rel[:-1], rel[-1]
+    prefix = f"{split_by}="
+    if len(rel) < 2 or not rel[-2].startswith(prefix) or not rel[-2][len(prefix) :].isdigit():
+        raise SargableError(f"Spark wrote {path!r} outside a {prefix}N folder: the rewrite is refused")
+    return rel[:-2], f"{rel[-1][: -len(DATA_SUFFIX)]}-{int(rel[-2][len(prefix) :]):05d}{DATA_SUFFIX}"
+
+
+def _staged_files(
+    fs: FileSystem, staging: str, table: TableDefinition, split_by: str | None = None
+) -> list[tuple[str, str, dict[str, Any], int]]:
     """(staged path, final path, partition spec, size) of every data file Spark wrote.
 
-    Everything in the staging folder must be accounted for: data files in partition folders of the table's keys,
-    and Spark's bookkeeping files (`_SUCCESS`, `.crc` checksums). Anything else (a file in a hidden folder, a file
-    that is not Parquet, a symlink) would be lost or misread, so it fails the write before the commit.
+    Everything in the staging folder must be accounted for: data files in partition folders of the table's keys
+    (and of `split_by` below them), and Spark's bookkeeping files (`_SUCCESS`, `.crc` checksums). Anything else (a
+    file in a hidden folder, a file that is not Parquet, a symlink) would be lost or misread, so it fails the write
+    before the commit.
     """
     location = fs.location
     items = []
@@ -236,14 +263,15 @@ def _staged_files(fs: FileSystem, staging: str, table: TableDefinition) -> list[
                 f"Spark wrote {entry.path!r} ({entry.kind}), which is not a data file in a partition folder of "
                 f"{table.qualified_name}: the write is refused rather than lose or misread it"
             )
-        folder = "/".join(rel[:-1])
+        folders, file_name = _split_name(rel, split_by, entry.path)
+        folder = "/".join(folders)
         values = parse_partition_name(folder, table.partition_keys) if table.partition_keys else ()
         if not table.partition_keys and folder:
             raise SargableError(
                 f"Spark wrote {entry.path!r} into a folder, but {table.qualified_name} has no partitions"
             )
         spec = dict(zip(table.partition_key_names, values, strict=True))
-        items.append((entry.path, join_path(location, *rel), spec, entry.size))
+        items.append((entry.path, join_path(location, *folders, file_name), spec, entry.size))
     return sorted(items, key=lambda item: item[0])
 
 
@@ -276,30 +304,53 @@ def new_staging(deleter: Deleter) -> str:
     return join_path(root, uuid.uuid4().hex)
 
 
+@contextmanager
+def _timed(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the block's seconds to `phases[name]`."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
+
+
 def stage(
-    df: Any, table: TableDefinition, deleter: Deleter, staging: str, moved: list[str], console: Console | None
+    df: Any,
+    table: TableDefinition,
+    deleter: Deleter,
+    staging: str,
+    moved: list[str],
+    console: Console | None,
+    split_by: str | None = None,
+    phases: dict[str, float] | None = None,
 ) -> list[FileStats]:
     """Steps 1-3 of the module docstring: Spark writes the DataFrame (in the table's columns and types) into
     `staging`, the files' statistics come from their footers and must add up to the rows Spark counted, and the
-    files are moved into the table, each final path appended to `moved` once it is there. Nothing is committed."""
+    files are moved into the table, each final path appended to `moved` once it is there. Nothing is committed.
+
+    `split_by` names an int column of `df` (not written) whose every value's rows go to files of their own, so a
+    task writes as many files as it holds values (optimize's output files, several per task). The seconds of each
+    step are added to `phases`."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     fs = deleter.fs
+    phases = {} if phases is None else phases
     observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
-    observed = _aligned(df, table).observe(observation, F.count(F.lit(1)).alias("rows"))
-    writer = observed.write.mode("error")
-    if table.partition_keys:
-        writer = writer.partitionBy(*table.partition_key_names)
-    with spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
+    extra = [split_by] if split_by is not None else []
+    observed = _aligned(df, table, extra).observe(observation, F.count(F.lit(1)).alias("rows"))
+    writer = observed.write.mode("error").options(**STAGING_OPTIONS)
+    if table.partition_keys or extra:
+        writer = writer.partitionBy(*table.partition_key_names, *extra)
+    with _timed(phases, "spark write"), spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
         writer.parquet(staging)
-    spark_rows = observation.get["rows"]
-    with _status(console, f"listing the files written to {table.qualified_name}"):
-        items = _staged_files(fs, staging, table)
-    with spark_progress(df.sparkSession, console, f"reading the footers of {len(items):,} files"):
+        spark_rows = observation.get["rows"]
+    with _timed(phases, "listing"), _status(console, f"listing the files written to {table.qualified_name}"):
+        items = _staged_files(fs, staging, table, split_by)
+    with _timed(phases, "footers"), spark_progress(df.sparkSession, console, f"reading {len(items):,} footers"):
         files = _footer_stats(df.sparkSession, items, table)
     _check_totals(files, spark_rows, items)
-    with _status(console, f"moving {len(items)} files into {deleter.location}"):
+    with _timed(phases, "move"), _status(console, f"moving {len(items)} files into {deleter.location}"):
         for source, target, _, _ in items:
             fs.move(source, target)
             moved.append(target)
@@ -341,15 +392,20 @@ def write(
             raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
         staging = new_staging(deleter)
         moved: list[str] = []
+        phases: dict[str, float] = {}
         try:
-            files = stage(df, tbl, deleter, staging, moved, console)
+            files = stage(df, tbl, deleter, staging, moved, console, phases=phases)
             specs = list({tuple(f.partition.items()): f.partition for f in files if f.partition is not None}.values())
-            with _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"):
+            with (
+                _timed(phases, "commit"),
+                _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"),
+            ):
                 version, replaced = _commit(ms, tbl, files, specs, mode)
         except BaseException:
             discard(deleter, moved, staging)
             raise
-        failures = discard(deleter, replaced, staging)
+        with _timed(phases, "cleanup"):
+            failures = discard(deleter, replaced, staging)
     return WriteResult(
         table=tbl.qualified_name,
         mode=mode,
@@ -361,6 +417,7 @@ def write(
         replaced_files=len(replaced),
         seconds=time.perf_counter() - started,
         cleanup_failures=tuple(failures),
+        phases=phases,
     )
 
 
