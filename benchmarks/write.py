@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     spark = sgs.local_session("sargable write benchmark", master=args.master)
     ms = sg.Metastore.open(f"sqlite:///{args.workdir / 'metastore.db'}", warehouse=args.workdir / "warehouse")
-    df = demo.orders(spark)
+    df = demo.fact_orders(spark)
     if args.days != demo.DAYS:
         df = df.where(df.ds < demo.FIRST_DAY.fromordinal(demo.FIRST_DAY.toordinal() + args.days))
 

@@ -124,3 +124,41 @@ def test_a_file_spark_wrote_where_the_writer_would_not_look_is_an_error(spark: A
     monkeypatch.undo()
     assert ms.get_table("shop", "stray").version == table.version
     assert staging_left(table.location) == []
+
+
+def test_new_partition_folders_move_whole_and_a_failed_commit_removes_them(
+    spark: Any, ms: Metastore, monkeypatch
+) -> None:
+    """A partition folder the table doesn't have yet moves in one rename, the files of one it has move one by one;
+    a commit that fails afterwards removes every file moved either way. No `.crc` file reaches the table."""
+    from sargable.fs import FileSystem
+    from sargable.spark import writer
+
+    write(ms, rows(spark, 4, 1), "shop.moves", partition_by=["p"])
+    table = ms.get_table("shop", "moves")
+    on_disk = sorted(str(p) for p in Path(table.location).rglob("*.parquet"))
+    whole: list[tuple[str, bool]] = []
+    real = FileSystem.move_folder
+
+    def spy(self: Any, source: str, target: str) -> bool:
+        whole.append((os.path.basename(target), real(self, source, target)))
+        return whole[-1][1]
+
+    def fail(*args: Any) -> Any:
+        raise RuntimeError("the commit failed")
+
+    df = rows(spark, 20, 1).union(rows(spark, 30, 2)).union(rows(spark, 10, 3)).repartition(2)
+    monkeypatch.setattr(FileSystem, "move_folder", spy)
+    monkeypatch.setattr(writer, "_commit", fail)
+    with pytest.raises(RuntimeError, match="the commit failed"):
+        write(ms, df, "shop.moves")
+    monkeypatch.undo()
+    assert sorted(whole) == [("p=2", True), ("p=3", True)]
+    assert ms.get_table("shop", "moves").version == table.version
+    assert sorted(str(p) for p in Path(table.location).rglob("*.parquet")) == on_disk
+    assert staging_left(table.location) == []
+
+    result = write(ms, df, "shop.moves")
+    assert result.rows == 60 and result.partitions == 3
+    assert sgs.read(spark, "shop.moves", metastore=ms).count() == 64
+    assert list(Path(table.location).rglob("*.crc")) == []
