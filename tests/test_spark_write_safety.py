@@ -153,7 +153,7 @@ def test_new_partition_folders_move_whole_and_a_failed_commit_removes_them(
     with pytest.raises(RuntimeError, match="the commit failed"):
         write(ms, df, "shop.moves")
     monkeypatch.undo()
-    assert sorted(whole) == [("p=2", True), ("p=3", True)]
+    assert sorted(whole) == [("p=1", False), ("p=2", True), ("p=3", True)]
     assert ms.get_table("shop", "moves").version == table.version
     assert sorted(str(p) for p in Path(table.location).rglob("*.parquet")) == on_disk
     assert staging_left(table.location) == []
