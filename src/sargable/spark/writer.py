@@ -9,8 +9,10 @@ Spark's own partition discovery ignores because it starts with `_`):
    folder or Spark's bookkeeping) and their statistics are read from the Parquet footers by a Spark job over the
    file list, on the executors, never by re-reading the data; the footers must hold the rows Spark counted;
 3. the files are renamed into `<location>/<partition folder>/`;
-4. one metastore commit adds the partitions and files with their statistics (an overwrite also drops the old
-   files of the partitions it writes; they are deleted from storage after the commit, through `sargable.deletion`).
+4. one metastore commit adds the partitions and files with their statistics (an overwrite also removes the old
+   files of the partitions it writes, with tombstones: they stay on disk for the table's retention, for readers of
+   older snapshots, as the files `optimize` replaces do, and are deleted through `sargable.deletion` once it has
+   passed, by a later overwrite, `optimize` or `vacuum`; `sargable.metastore.tombstones`).
 
 Until step 4 the table is unchanged: a failure removes this write's files; a killed process leaves them for
 `vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) files under the location that no table
@@ -45,6 +47,7 @@ from sargable.spark.session import job_description, parallelism
 from sargable.spark.ship import ship
 from sargable.stats import FileStats
 from sargable.types import DataType
+from sargable.vacuum import expire_removed
 from sargable.vacuum import vacuum as run_vacuum
 
 MODES = ("append", "overwrite")
@@ -400,8 +403,9 @@ def write(
 
     `mode="overwrite"` replaces exactly the partitions present in `df`. Creates the table (from the DataFrame's
     schema, partitioned by `partition_by`) when it doesn't exist. Everything that can fail is checked before the
-    commit; after it, the replaced files are deleted through `sargable.deletion` and the staging folder removed, and
-    what could not be is reported in `WriteResult.cleanup_failures` (the write itself has succeeded then).
+    commit; after it, the staging folder is removed and replaced files whose retention has passed are deleted
+    through `sargable.deletion`; what could not be is reported in `WriteResult.cleanup_failures` (the write itself
+    has succeeded then).
     """
     started = time.perf_counter()
     db, name = split_table_name(table)
@@ -435,7 +439,10 @@ def write(
             discard(deleter, moved, staging)
             raise
         with _timed(phases, "cleanup"):
-            failures = discard(deleter, replaced, staging)
+            failures = discard(deleter, [], staging)
+            if replaced:
+                expired = expire_removed(ms, tbl.database, tbl.name)
+                failures.extend(f"{path}: {reason}" for path, reason in expired.kept)
     return WriteResult(
         table=tbl.qualified_name,
         mode=mode,
@@ -454,7 +461,9 @@ def write(
 def _commit(
     ms: Metastore, table: TableDefinition, files: list[FileStats], specs: list[dict[str, Any]], mode: str
 ) -> tuple[int, list[str]]:
-    """Commit the files; returns the new version and the paths an overwrite replaced (to delete afterwards)."""
+    """Commit the files; returns the new version and the paths an overwrite replaced (removed by the commit, with
+    tombstones: deleted once the table's retention has passed). An overwrite lists the partitions' files and
+    removes exactly those, failing if any other commit came in between (`expected_version`)."""
     db, name = table.database, table.name
     if mode == "append":
         if not files:
@@ -465,7 +474,7 @@ def _commit(
     old = [f.path for f in ms.list_files(db, name, [Partition(current, tuple(s.values())) for s in replace])]
     if not files and not old:
         return current.version, []
-    result = ms.commit(db, name, add_files=files, replace_partitions=replace, expected_version=current.version)
+    result = ms.commit(db, name, add_files=files, remove_files=old, expected_version=current.version)
     return result.version, old
 
 
