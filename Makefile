@@ -90,6 +90,7 @@ ifeq ($(BENCH_SCALE),full)
 	set -o pipefail; $(PY) benchmarks/tpcds.py --scale 1 --repeat 3 --json $(BENCH_OUT)/tpcds.json \
 	  | tee $(BENCH_OUT)/tpcds.txt
 	set -o pipefail; $(PY) benchmarks/optimize.py --full --json $(BENCH_OUT)/optimize.json | tee $(BENCH_OUT)/optimize.txt
+	set -o pipefail; $(PY) benchmarks/write.py --repeat 3 --json $(BENCH_OUT)/write.json | tee $(BENCH_OUT)/write.txt
 endif
 	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
 

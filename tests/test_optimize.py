@@ -153,6 +153,38 @@ def test_files_that_need_no_rewrite_are_left_alone(spark: Any, spark_metastore: 
     assert selected.partitions == 0, "a partition of one file in range is not clustered"
 
 
+def test_a_task_writes_several_files_cut_as_planned(spark: Any, spark_metastore: Any) -> None:
+    """The staging write puts several output files in a task (more files than the session has cores): each planned
+    file is written, of similar size, straight into its partition folder, with every row; a table column named like
+    the file-number column doesn't get in the way."""
+    from pyspark.sql import functions as F
+
+    table = "opt.several"
+    for index in range(4):
+        df = spark.createDataFrame(_rows(index * 500, 500), SCHEMA).withColumn("sargable_file", F.col("user_id") % 7)
+        sgs.write(df.repartition(6), table, partition_by=["ds"], metastore=spark_metastore, progress=False)
+    columns = ["user_id", "amount", "event_time", "country", "sargable_file", "ds"]
+    rows = sgs.read(spark, table, metastore=spark_metastore).select(*columns).collect()
+    before = Counter(tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row) for row in rows)
+    planned = sgs.optimize(spark, table, target_file_bytes=TARGET, metastore=spark_metastore, dry_run=True).plan
+    assert planned.rewrite.files_out > 2 * spark.sparkContext.defaultParallelism
+
+    result = sgs.optimize(spark, table, target_file_bytes=TARGET, metastore=spark_metastore, progress=False)
+    after = spark_metastore.table(table).files()
+    assert result.files_added == len(after) == planned.rewrite.files_out
+    rows = sgs.read(spark, table, metastore=spark_metastore).select(*columns).collect()
+    assert Counter(tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row) for row in rows) == before
+    location = spark_metastore.table(table).location
+    for file in after:
+        folder = os.path.relpath(os.path.dirname(file.path), location)
+        assert folder == f"ds={file.partition['ds']}", file.path
+    assert len({os.path.basename(f.path) for f in after}) == len(after)
+    for day in {f.partition["ds"] for f in after}:
+        sizes = [f.row_count for f in after if f.partition["ds"] == day]
+        assert max(sizes) <= 2 * min(sizes), f"files of {day} are cut unevenly: {sizes}"
+    assert _on_disk(location) == _accounted(spark_metastore, table)
+
+
 def test_bad_cluster_by_is_a_clear_error(spark: Any, spark_metastore: Any) -> None:
     table = "opt.bad"
     _append(spark, spark_metastore, table, 0, 40, files=2)

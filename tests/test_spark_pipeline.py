@@ -21,6 +21,7 @@ import sargable as sg
 from sargable import spark as sgs
 from sargable.errors import CommitConflictError, SargableError
 from sargable.expr import columns_of, parse
+from sargable.vacuum import expire_removed
 
 pytest_plugins = ["conftest_spark"]
 
@@ -305,6 +306,11 @@ def test_overwrite_replaces_exactly_the_partitions_written(spark: Any, spark_met
     got = _canon(sgs.read(spark, table, metastore=spark_metastore).select("v", "k", "p").collect())
     expected = _canon([(i, f"k{i % 3}", i % 2) for i in range(60) if (f"k{i % 3}", i % 2) != ("k1", 0)])
     assert got == _canon(expected + [(1000 + i, "k1", 0) for i in range(5)])
+    replaced = old_files - {f.path for f in spark_metastore.list_files("shop", "overwrite")}
+    assert len(replaced) == result.replaced_files and all(os.path.exists(p) for p in replaced)
+    assert {t.path for t in spark_metastore.table(table).tombstones()} == replaced, "kept for older snapshots"
+    spark_metastore.table(table).set_properties({"sargable.deleted_file_retention_seconds": "0"})
+    assert set(expire_removed(spark_metastore, "shop", "overwrite").deleted) == replaced
     plain = spark.read.parquet(location).select("v", "k", "p").collect()
     assert _canon(plain) == got, "the replaced files are gone from storage too"
     remaining = {f.path for f in spark_metastore.list_files("shop", "overwrite")}

@@ -1,9 +1,9 @@
 """`sgs.write` never loses a write and deletes only through `sargable.deletion` (issue 15), on both backends.
 
-An overwrite checks everything that can fail before its commit; after it, deletes are best effort and reported in
-`WriteResult.cleanup_failures`, never raised; its staging folder is always removed. A write sees every file Spark
-wrote: partition columns whose folders would be hidden are refused before writing, and files that don't add up to
-the rows Spark counted fail the write before the commit.
+An overwrite checks everything that can fail before its commit; after it, deletes (of replaced files whose retention
+has passed) are best effort and reported in `WriteResult.cleanup_failures`, never raised; its staging folder is
+always removed. A write sees every file Spark wrote: partition columns whose folders would be hidden are refused
+before writing, and files that don't add up to the rows Spark counted fail the write before the commit.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sargable as sg
 from metastore_fixtures import BACKENDS, fresh_url
 from sargable import spark as sgs
 from sargable.metastore import Metastore
+from sargable.metastore.tombstones import RETENTION_PROPERTY
 
 pytest_plugins = ["conftest_spark"]
 
@@ -52,6 +53,7 @@ def test_overwrite_reports_a_replaced_file_it_may_not_delete(spark: Any, ms: Met
     foreign.write_bytes(b"PAR1")
     ms.add_files("shop", "outside", [sg.FileStats(str(foreign), 1, 4, partition={"p": 1})])
     replaced = [Path(f.path) for f in ms.list_files("shop", "outside")]
+    ms.table("shop.outside").set_properties({RETENTION_PROPERTY: "0"})
     result = write(ms, rows(spark, 3, 1), "shop.outside", mode="overwrite")
     assert result.version == ms.get_table("shop", "outside").version > table.version
     assert result.rows == 3 and result.replaced_files == len(replaced)
@@ -74,9 +76,10 @@ def test_overwrite_never_deletes_through_a_climbing_path(spark: Any, ms: Metasto
     monkeypatch.setattr("sargable.metastore.files.canonical_file_path", lambda path, base=None: path, raising=False)
     ms.add_files("shop", "climb", [sg.FileStats(climbing, 1, 4, partition={"p": 1})])
     monkeypatch.undo()
+    ms.table("shop.climb").set_properties({RETENTION_PROPERTY: "0"})
     result = write(ms, rows(spark, 2, 1), "shop.climb", mode="overwrite")
     assert victim.read_bytes() == b"precious"
-    assert any(climbing in f for f in result.cleanup_failures)
+    assert any(os.path.normpath(climbing) in f for f in result.cleanup_failures), "reported where it leads"
     assert staging_left(location) == []
 
 
@@ -124,3 +127,41 @@ def test_a_file_spark_wrote_where_the_writer_would_not_look_is_an_error(spark: A
     monkeypatch.undo()
     assert ms.get_table("shop", "stray").version == table.version
     assert staging_left(table.location) == []
+
+
+def test_new_partition_folders_move_whole_and_a_failed_commit_removes_them(
+    spark: Any, ms: Metastore, monkeypatch
+) -> None:
+    """A partition folder the table doesn't have yet moves in one rename, the files of one it has move one by one;
+    a commit that fails afterwards removes every file moved either way. No `.crc` file reaches the table."""
+    from sargable.fs import FileSystem
+    from sargable.spark import writer
+
+    write(ms, rows(spark, 4, 1), "shop.moves", partition_by=["p"])
+    table = ms.get_table("shop", "moves")
+    on_disk = sorted(str(p) for p in Path(table.location).rglob("*.parquet"))
+    whole: list[tuple[str, bool]] = []
+    real = FileSystem.move_folder
+
+    def spy(self: Any, source: str, target: str) -> bool:
+        whole.append((os.path.basename(target), real(self, source, target)))
+        return whole[-1][1]
+
+    def fail(*args: Any) -> Any:
+        raise RuntimeError("the commit failed")
+
+    df = rows(spark, 20, 1).union(rows(spark, 30, 2)).union(rows(spark, 10, 3)).repartition(2)
+    monkeypatch.setattr(FileSystem, "move_folder", spy)
+    monkeypatch.setattr(writer, "_commit", fail)
+    with pytest.raises(RuntimeError, match="the commit failed"):
+        write(ms, df, "shop.moves")
+    monkeypatch.undo()
+    assert sorted(whole) == [("p=1", False), ("p=2", True), ("p=3", True)]
+    assert ms.get_table("shop", "moves").version == table.version
+    assert sorted(str(p) for p in Path(table.location).rglob("*.parquet")) == on_disk
+    assert staging_left(table.location) == []
+
+    result = write(ms, df, "shop.moves")
+    assert result.rows == 60 and result.partitions == 3
+    assert sgs.read(spark, "shop.moves", metastore=ms).count() == 64
+    assert list(Path(table.location).rglob("*.crc")) == []

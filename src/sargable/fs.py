@@ -129,3 +129,15 @@ class FileSystem:
         native_target = self.native(target)
         self.fs.create_dir(posixpath.dirname(native_target), recursive=True)
         self.fs.move(self.native(source), native_target)
+
+    def move_folder(self, source: str, target: str) -> bool:
+        """Rename a folder with everything in it to `target` where nothing is, in one rename (local file systems
+        only); False, and nothing moved, where that can't be done (another file system, `target` exists)."""
+        if not self.local or os.path.lexists(target):
+            return False
+        os.makedirs(posixpath.dirname(target), exist_ok=True)
+        try:
+            os.rename(source, target)
+        except OSError:
+            return False
+        return True

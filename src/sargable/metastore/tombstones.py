@@ -4,8 +4,9 @@ has passed, so that a reader of an older snapshot still finds them (Delta's `del
 A commit that removes files writes, in its own transaction, one catalog row per removed file:
 `R` + table prefix + the stored path -> (time of the commit, the version it made). `sargable.deletion` refuses to
 delete a file whose tombstone is younger than the table's retention (`RETENTION_PROPERTY`, default 7 days);
-`vacuum` and `optimize` delete the files whose retention has passed and then drop their tombstones. An overwrite
-(`replace_partitions`) writes none: the files it replaces are deleted right after its commit (`sgs.write`).
+`vacuum`, `optimize` and `sgs.write` delete the files whose retention has passed and then drop their tombstones.
+`replace_partitions` writes none (its caller owns the files it drops); `sgs.write`'s overwrite removes the
+partitions' files by path (`remove_files`), so they get tombstones too.
 """
 
 from __future__ import annotations

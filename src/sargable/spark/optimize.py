@@ -11,10 +11,12 @@ commit each; per batch:
 2. the batch's files are read (Spark's Parquet reader over exactly those files), each row gets its partition's index
    (a broadcast join on the partition values), and an Arrow UDF over only that index and the clustered columns (for
    a compaction, a hash of the row) computes each row's curve key and output file; the rows stay in the JVM;
-3. `repartition(files, file)` gives each output file's rows one task (the file ids are values whose Spark hash lands
-   on distinct tasks, found by asking Spark), `sortWithinPartitions(partition keys, key, clustered columns)` orders
-   them along the curve, and Spark writes one file per task into a staging folder; footers, the rows check and the
-   move into the table are `sgs.write`'s (`sargable.spark.writer.stage`);
+3. the output files are spread evenly over a few tasks (enough for the cluster's cores, about `TASK_INPUT_BYTES` of
+   input each: a task per file would cost more in task overhead than the writing on small partitions),
+   `sortWithinPartitions(partition keys, file, key, clustered columns)` puts each file's rows together, ordered along
+   the curve, and Spark writes them into a staging folder with the file number as a last partition level (`SPLIT`),
+   so every output file is cut exactly where the plan cuts it; footers, the rows check and the move into the table
+   (the file number going into the file's name) are `sgs.write`'s (`sargable.spark.writer.stage`);
 4. the rows written must equal, partition by partition, the rows the metastore lists for the files read; then one
    commit removes exactly those files and adds the new ones, tagged with their `layout`. A file another commit has
    removed meanwhile (a concurrent optimize or overwrite of the partition) fails the commit as a whole
@@ -53,7 +55,7 @@ from sargable.rewrite import DEFAULT_MIN_INPUT_FILES, DEFAULT_TARGET_FILE_BYTES,
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.frames import files_frame
 from sargable.spark.schema import ntz_columns, struct_type
-from sargable.spark.session import job_description
+from sargable.spark.session import job_description, parallelism
 from sargable.spark.writer import discard, new_staging, stage
 from sargable.stats import FileStats
 from sargable.vacuum import expire_removed
@@ -66,7 +68,11 @@ MIN_SAMPLE_FILES = 32
 """A partition's sample comes from at least this many of its files (or all), so files clustered earlier, each
 covering a small box, don't bias its ranks."""
 DEFAULT_MAX_BATCH_BYTES = 64 * 1024**3
-_PART, _CURVE, _KEY, _FILE = "__sargable_part", "__sargable_curve", "key", "file"
+TASK_INPUT_BYTES = 512 * 1024**2
+"""At most about this much input per task of the staging write (more tasks only when the cluster has the cores)."""
+SPLIT = "sargable_file"
+"""The column (and staging folder level) numbering a batch's output files; never written into the files."""
+_PART, _CURVE, _FILE, _KEY = "__sargable_part", "__sargable_curve", "__sargable_file", "key"
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ def _clusterings(
     return out
 
 
-def _file_ids(spark: Any, count: int) -> np.ndarray:
+def _task_values(spark: Any, count: int) -> np.ndarray:
     """`count` bigint values whose Spark hash puts value `i` in task `i` of `repartition(count, value)` (Spark's
     `pmod(hash(v), count)`), found by asking Spark about consecutive integers."""
     from pyspark.sql import functions as F
@@ -190,45 +196,59 @@ def _file_ids(spark: Any, count: int) -> np.ndarray:
     return np.array([found[i] for i in range(count)], dtype=np.int64)
 
 
-def _file_task(
-    clusterings: Sequence[tuple[Clustering, np.ndarray]] | None,
-    columns: Sequence[str],
-    counts: Sequence[int],
-    file_ids: np.ndarray,
+def _staging_tasks(spark: Any, batch: Sequence[PartitionRewrite], files: int) -> int:
+    """How many tasks write the batch's `files` output files: enough to use the cluster and to keep each task's
+    input under `TASK_INPUT_BYTES`, never more than one per file."""
+    needed = -(-sum(entry.bytes_in for entry in batch) // TASK_INPUT_BYTES)
+    return max(1, min(files, max(parallelism(spark), needed)))
+
+
+def _curve_task(
+    clusterings: Sequence[tuple[Clustering, np.ndarray]], columns: Sequence[str]
 ) -> Callable[..., pa.Array]:
-    """The Arrow UDF's function: (partition index, clustered columns...) -> struct(key, file), or for a compaction
-    (partition index, row hash) -> struct(0, file). Self-contained over numpy and pyarrow (and `sargable.curves`)."""
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    sizes = np.asarray(counts, dtype=np.int64)
+    """The Arrow UDF's function: (partition index, clustered columns...) -> struct(key, file), the row's curve key
+    and its output file among its partition's. Self-contained over numpy and pyarrow (and `sargable.curves`)."""
 
     def task(part: pa.Array, *values: pa.Array) -> pa.Array:
         parts = np.asarray(part.to_numpy(zero_copy_only=False), dtype=np.int64)
         keys = np.zeros(len(parts), dtype=np.int64)
         local = np.zeros(len(parts), dtype=np.int64)
-        if clusterings is None:
-            hashes = np.asarray(values[0].to_numpy(zero_copy_only=False), dtype=np.int64)
-            local = np.mod(hashes, sizes[parts])
-        else:
-            for p in np.unique(parts):
-                rows = np.flatnonzero(parts == p)
-                whole = len(rows) == len(parts)
-                batch = pa.table(
-                    {name: v if whole else v.take(pa.array(rows)) for name, v in zip(columns, values, strict=True)}
-                )
-                clustering, bounds = clusterings[p]
-                key = np.asarray(clustering.keys(batch).to_numpy(zero_copy_only=False), dtype=np.int64)
-                keys[rows] = key
-                local[rows] = np.searchsorted(bounds, key, side="right")
-        ids = file_ids[offsets[parts] + local]
-        return pa.StructArray.from_arrays([pa.array(keys), pa.array(ids)], names=[_KEY, _FILE])
+        for p in np.unique(parts):
+            rows = np.flatnonzero(parts == p)
+            whole = len(rows) == len(parts)
+            batch = pa.table(
+                {name: v if whole else v.take(pa.array(rows)) for name, v in zip(columns, values, strict=True)}
+            )
+            clustering, bounds = clusterings[p]
+            key = np.asarray(clustering.keys(batch).to_numpy(zero_copy_only=False), dtype=np.int64)
+            keys[rows] = key
+            local[rows] = np.searchsorted(bounds, key, side="right")
+        return pa.StructArray.from_arrays([pa.array(keys), pa.array(local)], names=[_KEY, _FILE])
 
     return task
+
+
+def _lookup(values: Sequence[int], index: Any) -> Any:
+    """The Spark column `values[index]` (an int column, from 0)."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.array(*[F.lit(int(v)) for v in values]), (index + 1).cast("int"))
+
+
+def _split_column(table: TableDefinition) -> str:
+    """`SPLIT`, or with underscores added until it names no column of the table."""
+    taken = {name.lower() for name, _ in table.schema}
+    name = SPLIT
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _arranged(
     spark: Any, table: TableDefinition, plan: OptimizePlan, batch: Sequence[PartitionRewrite], sample_rows: int
 ) -> Any:
-    """The batch's rows, each output file's rows in one task, ordered along the curve (module docstring, 2-3)."""
+    """The batch's rows with their output file (column `SPLIT`), a few files per task, each file's rows together and
+    ordered along the curve (module docstring, 2-3)."""
     from pyspark.sql import functions as F
 
     columns = list(plan.rewrite.cluster_by)
@@ -237,17 +257,26 @@ def _arranged(
         counts = [entry.output_files for entry in batch]
     else:
         counts = [len(bounds) + 1 for _, bounds in clusterings]
-    file_ids = _file_ids(spark, sum(counts))
-    udf = F.arrow_udf(_file_task(clusterings, columns, counts, file_ids), f"{_KEY} bigint, {_FILE} bigint")
+    task_values = _task_values(spark, _staging_tasks(spark, batch, sum(counts)))
     frame = files_frame(spark, table, [f for entry in batch for f in entry.rewrite])
     frame = _with_partition_index(spark, frame, table, [_spec(e) for e in batch])
     names = [f"`{name}`" for name, _ in table.schema]
-    arguments = [F.col(f"`{c}`") for c in columns] if columns else [F.hash(*[F.col(n) for n in names])]
-    frame = frame.withColumn(_CURVE, udf(F.col(_PART), *arguments)).repartition(sum(counts), F.col(f"{_CURVE}.{_FILE}"))
-    order = [*(F.col(f"`{k}`") for k in table.partition_key_names)]
-    if columns:
-        order += [F.col(f"{_CURVE}.{_KEY}"), *arguments]
-    return frame.sortWithinPartitions(*order).select(*names)
+    part = F.col(_PART)
+    within: list[Any] = []
+    if clusterings is None:
+        local = F.pmod(F.hash(*[F.col(n) for n in names]).cast("bigint"), _lookup(counts, part))
+    else:
+        arguments = [F.col(f"`{c}`") for c in columns]
+        udf = F.arrow_udf(_curve_task(clusterings, columns), f"{_KEY} bigint, {_FILE} bigint")
+        frame = frame.withColumn(_CURVE, udf(part, *arguments))
+        local = F.col(f"{_CURVE}.{_FILE}")
+        within = [F.col(f"{_CURVE}.{_KEY}"), *arguments]
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    frame = frame.withColumn(_FILE, _lookup(offsets, part) + local)
+    tasks = len(task_values)
+    frame = frame.repartition(tasks, _lookup(task_values, F.pmod(F.col(_FILE), F.lit(tasks))))
+    order = [*(F.col(f"`{k}`") for k in table.partition_key_names), F.col(_FILE), *within]
+    return frame.sortWithinPartitions(*order).select(*names, F.col(_FILE).alias(_split_column(table)))
 
 
 def _check_rows(table: TableDefinition, batch: Sequence[PartitionRewrite], files: Sequence[FileStats]) -> None:
@@ -376,7 +405,7 @@ def _rewrite(
     try:
         with job_description(spark, f"sargable optimize {table.qualified_name}: batch {number} of {batches}"):
             frame = _arranged(spark, table, plan, batch, sample_rows)
-            files = stage(frame, table, deleter, staging, moved, None)
+            files = stage(frame, table, deleter, staging, moved, None, _split_column(table))
         _check_rows(table, batch, files)
         files = [dataclasses.replace(f, layout=plan.layout) for f in files]
         version = ms.table(table.qualified_name).commit(remove_files=removed, add_files=files).version

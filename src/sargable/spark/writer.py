@@ -9,8 +9,10 @@ Spark's own partition discovery ignores because it starts with `_`):
    folder or Spark's bookkeeping) and their statistics are read from the Parquet footers by a Spark job over the
    file list, on the executors, never by re-reading the data; the footers must hold the rows Spark counted;
 3. the files are renamed into `<location>/<partition folder>/`;
-4. one metastore commit adds the partitions and files with their statistics (an overwrite also drops the old
-   files of the partitions it writes; they are deleted from storage after the commit, through `sargable.deletion`).
+4. one metastore commit adds the partitions and files with their statistics (an overwrite also removes the old
+   files of the partitions it writes, with tombstones: they stay on disk for the table's retention, for readers of
+   older snapshots, as the files `optimize` replaces do, and are deleted through `sargable.deletion` once it has
+   passed, by a later overwrite, `optimize` or `vacuum`; `sargable.metastore.tombstones`).
 
 Until step 4 the table is unchanged: a failure removes this write's files; a killed process leaves them for
 `vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) files under the location that no table
@@ -24,8 +26,8 @@ import pickle
 import posixpath
 import time
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +47,20 @@ from sargable.spark.session import job_description, parallelism
 from sargable.spark.ship import ship
 from sargable.stats import FileStats
 from sargable.types import DataType
+from sargable.vacuum import expire_removed
 from sargable.vacuum import vacuum as run_vacuum
 
 MODES = ("append", "overwrite")
+PHASES = ("spark write", "listing", "footers", "move", "commit", "cleanup")
+"""The steps of a write whose seconds `WriteResult.phases` holds (the module docstring's 1-4, then the cleanup)."""
+STAGING_OPTIONS = {
+    "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "fs.file.impl.disable.cache": "true",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+}
+"""Hadoop settings of the staging write only (writer options reach the write job's Hadoop configuration, never the
+session's): on a local file system no `.crc` checksum file per data file (written, renamed twice, then deleted by
+the staging cleanup; the footers and the row counts are checked instead), and no `_SUCCESS` marker."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,8 @@ class WriteResult:
     cleanup_failures: tuple[str, ...] = ()
     """What the write could not clean up after its commit (`path: reason`): replaced files not deleted (e.g. one
     outside the table location), a staging folder left. The write succeeded; `vacuum` finds what is left inside."""
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Seconds per step (`PHASES`), to see where a write's time goes."""
 
 
 def _fields_by_name(df: Any) -> dict[str, Any]:
@@ -126,8 +141,9 @@ def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list
     return table
 
 
-def _aligned(df: Any, table: TableDefinition) -> Any:
-    """The DataFrame's columns in table order, cast to the table's types; missing data columns as NULL."""
+def _aligned(df: Any, table: TableDefinition, extra: Sequence[str] = ()) -> Any:
+    """The DataFrame's columns in table order, cast to the table's types, then its `extra` columns as they are;
+    missing data columns as NULL."""
     from pyspark.sql import functions as F
 
     fields = _fields_by_name(df)
@@ -142,7 +158,7 @@ def _aligned(df: Any, table: TableDefinition) -> Any:
             out.append(F.col(f"`{field.name}`").alias(name))
         else:
             out.append(F.col(f"`{field.name}`").cast(target).alias(name))
-    return df.select(*out)
+    return df.select(*out, *(F.col(f"`{name}`") for name in extra))
 
 
 def _footer_stats(
@@ -150,19 +166,25 @@ def _footer_stats(
 ) -> list[FileStats]:
     """Statistics of the staged files, read from their footers by a Spark job (on the executors).
 
-    The job is a Python UDF over `spark.range(len(items))`, not an RDD, so it runs the same way from a classic
-    session and from a Spark Connect one; the UDF is shipped with sargable's source, for executors without it.
+    The job is `mapInArrow` over `spark.range(len(items))` in one task per core (a footer takes a fraction of a
+    millisecond; more tasks only add overhead), not an RDD, so it runs the same way from a classic session and from
+    a Spark Connect one; the function is shipped with sargable's source, for executors without it.
     """
     if not items:
         return []
-    from pyspark.sql.functions import col, udf
-    from pyspark.sql.types import BinaryType
+    slices = max(1, min(len(items), parallelism(spark)))
+    task = _footer_task(items, list(table.columns))
 
-    slices = max(1, min(len(items), parallelism(spark) * 4))
-    footer = udf(ship(_footer_task(items, list(table.columns))), BinaryType(), useArrow=False)
+    def batches(source: Any) -> Any:
+        import pyarrow as pa
+
+        for batch in source:
+            out = [task(i) for i in batch.column(0).to_pylist()]
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], ["stats"])
+
     with job_description(spark, f"sargable: footer statistics of {len(items)} files for {table.qualified_name}"):
-        rows = spark.range(0, len(items), 1, slices).select(footer(col("id"))).collect()
-    return [pickle.loads(row[0]) for row in rows]
+        result = spark.range(0, len(items), 1, slices).mapInArrow(ship(batches), "stats binary").toArrow()
+    return [pickle.loads(value) for value in result.column(0).to_pylist()]
 
 
 def _footer_task(items: Sequence[tuple[str, str, dict[str, Any], int]], columns: Sequence[tuple[str, DataType]]) -> Any:
@@ -216,35 +238,53 @@ def _check_staging_root(fs: FileSystem, staging_root: str) -> None:
         )
 
 
-def _staged_files(fs: FileSystem, staging: str, table: TableDefinition) -> list[tuple[str, str, dict[str, Any], int]]:
-    """(staged path, final path, partition spec, size) of every data file Spark wrote.
+def _split_name(rel: list[str], split_by: str | None, path: str) -> tuple[list[str], str]:
+    """The partition folders and the final file name of a staged file: with `split_by`, its last folder
+    (`split_by=N`) is dropped and `N` goes into the name, unique within the write."""
+    if split_by is None:
+        return rel[:-1], rel[-1]
+    prefix = f"{split_by}="
+    if len(rel) < 2 or not rel[-2].startswith(prefix) or not rel[-2][len(prefix) :].isdigit():
+        raise SargableError(f"Spark wrote {path!r} outside a {prefix}N folder: the rewrite is refused")
+    return rel[:-2], f"{rel[-1][: -len(DATA_SUFFIX)]}-{int(rel[-2][len(prefix) :]):05d}{DATA_SUFFIX}"
 
-    Everything in the staging folder must be accounted for: data files in partition folders of the table's keys,
-    and Spark's bookkeeping files (`_SUCCESS`, `.crc` checksums). Anything else (a file in a hidden folder, a file
-    that is not Parquet, a symlink) would be lost or misread, so it fails the write before the commit.
+
+def _staged_files(
+    fs: FileSystem, staging: str, table: TableDefinition, split_by: str | None = None
+) -> tuple[list[tuple[str, str, dict[str, Any], int]], set[str]]:
+    """(staged path, final path, partition spec, size) of every data file Spark wrote, and the top folders that
+    hold anything else (bookkeeping files).
+
+    Everything in the staging folder must be accounted for: data files in partition folders of the table's keys
+    (and of `split_by` below them), and Spark's bookkeeping files (`_SUCCESS`, `.crc` checksums). Anything else (a
+    file in a hidden folder, a file that is not Parquet, a symlink) would be lost or misread, so it fails the write
+    before the commit.
     """
     location = fs.location
     items = []
+    cluttered = set()
     for entry in fs.walk(staging):
         rel = relative_parts(entry.path, staging)
         if entry.kind == DIRECTORY and not hidden(rel[-1]):
             continue
         if entry.kind == FILE and hidden(rel[-1]) and not any(hidden(part) for part in rel[:-1]):
+            cluttered.add(rel[0])
             continue
         if entry.kind != FILE or any(hidden(part) for part in rel) or not rel[-1].endswith(DATA_SUFFIX):
             raise SargableError(
                 f"Spark wrote {entry.path!r} ({entry.kind}), which is not a data file in a partition folder of "
                 f"{table.qualified_name}: the write is refused rather than lose or misread it"
             )
-        folder = "/".join(rel[:-1])
+        folders, file_name = _split_name(rel, split_by, entry.path)
+        folder = "/".join(folders)
         values = parse_partition_name(folder, table.partition_keys) if table.partition_keys else ()
         if not table.partition_keys and folder:
             raise SargableError(
                 f"Spark wrote {entry.path!r} into a folder, but {table.qualified_name} has no partitions"
             )
         spec = dict(zip(table.partition_key_names, values, strict=True))
-        items.append((entry.path, join_path(location, *rel), spec, entry.size))
-    return sorted(items, key=lambda item: item[0])
+        items.append((entry.path, join_path(location, *folders, file_name), spec, entry.size))
+    return sorted(items, key=lambda item: item[0]), cluttered
 
 
 def _check_totals(files: list[FileStats], spark_rows: Any, items: list[Any]) -> None:
@@ -276,34 +316,78 @@ def new_staging(deleter: Deleter) -> str:
     return join_path(root, uuid.uuid4().hex)
 
 
+@contextmanager
+def _timed(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the block's seconds to `phases[name]`."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
+
+
 def stage(
-    df: Any, table: TableDefinition, deleter: Deleter, staging: str, moved: list[str], console: Console | None
+    df: Any,
+    table: TableDefinition,
+    deleter: Deleter,
+    staging: str,
+    moved: list[str],
+    console: Console | None,
+    split_by: str | None = None,
+    phases: dict[str, float] | None = None,
 ) -> list[FileStats]:
     """Steps 1-3 of the module docstring: Spark writes the DataFrame (in the table's columns and types) into
     `staging`, the files' statistics come from their footers and must add up to the rows Spark counted, and the
-    files are moved into the table, each final path appended to `moved` once it is there. Nothing is committed."""
+    files are moved into the table, each final path appended to `moved` once it is there. Nothing is committed.
+
+    `split_by` names an int column of `df` (not written) whose every value's rows go to files of their own, so a
+    task writes as many files as it holds values (optimize's output files, several per task). The seconds of each
+    step are added to `phases`."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     fs = deleter.fs
+    phases = {} if phases is None else phases
     observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
-    observed = _aligned(df, table).observe(observation, F.count(F.lit(1)).alias("rows"))
-    writer = observed.write.mode("error")
-    if table.partition_keys:
-        writer = writer.partitionBy(*table.partition_key_names)
-    with spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
+    extra = [split_by] if split_by is not None else []
+    observed = _aligned(df, table, extra).observe(observation, F.count(F.lit(1)).alias("rows"))
+    writer = observed.write.mode("error").options(**STAGING_OPTIONS)
+    if table.partition_keys or extra:
+        writer = writer.partitionBy(*table.partition_key_names, *extra)
+    with _timed(phases, "spark write"), spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
         writer.parquet(staging)
-    spark_rows = observation.get["rows"]
-    with _status(console, f"listing the files written to {table.qualified_name}"):
-        items = _staged_files(fs, staging, table)
-    with spark_progress(df.sparkSession, console, f"reading the footers of {len(items):,} files"):
+        spark_rows = observation.get["rows"]
+    with _timed(phases, "listing"), _status(console, f"listing the files written to {table.qualified_name}"):
+        items, cluttered = _staged_files(fs, staging, table, split_by)
+    with _timed(phases, "footers"), spark_progress(df.sparkSession, console, f"reading {len(items):,} footers"):
         files = _footer_stats(df.sparkSession, items, table)
     _check_totals(files, spark_rows, items)
-    with _status(console, f"moving {len(items)} files into {deleter.location}"):
-        for source, target, _, _ in items:
+    with _timed(phases, "move"), _status(console, f"moving {len(items)} files into {deleter.location}"):
+        _move(fs, staging, items, moved, cluttered if table.partition_keys and split_by is None else None)
+    return files
+
+
+def _move(
+    fs: FileSystem,
+    staging: str,
+    items: Sequence[tuple[str, str, dict[str, Any], int]],
+    moved: list[str],
+    cluttered: set[str] | None,
+) -> None:
+    """Move the staged files to their final paths, each appended to `moved` once it is there. Unless `cluttered` is
+    None, a top partition folder (`ds=2024-01-01/`) holding only data files and not yet in the table moves whole, in
+    one rename (a new day of a table: one rename instead of one per file, and nothing left to clean up)."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for source, target, _, _ in items:
+        groups.setdefault(relative_parts(source, staging)[0], []).append((source, target))
+    for top, pairs in groups.items():
+        whole = cluttered is not None and top not in cluttered and len(relative_parts(pairs[0][0], staging)) > 1
+        if whole and fs.move_folder(join_path(staging, top), join_path(fs.location, top)):
+            moved.extend(target for _, target in pairs)
+            continue
+        for source, target in pairs:
             fs.move(source, target)
             moved.append(target)
-    return files
 
 
 def write(
@@ -319,8 +403,9 @@ def write(
 
     `mode="overwrite"` replaces exactly the partitions present in `df`. Creates the table (from the DataFrame's
     schema, partitioned by `partition_by`) when it doesn't exist. Everything that can fail is checked before the
-    commit; after it, the replaced files are deleted through `sargable.deletion` and the staging folder removed, and
-    what could not be is reported in `WriteResult.cleanup_failures` (the write itself has succeeded then).
+    commit; after it, the staging folder is removed and replaced files whose retention has passed are deleted
+    through `sargable.deletion`; what could not be is reported in `WriteResult.cleanup_failures` (the write itself
+    has succeeded then).
     """
     started = time.perf_counter()
     db, name = split_table_name(table)
@@ -341,15 +426,23 @@ def write(
             raise SargableError(f"won't write to {tbl.qualified_name}: {exc}") from None
         staging = new_staging(deleter)
         moved: list[str] = []
+        phases: dict[str, float] = {}
         try:
-            files = stage(df, tbl, deleter, staging, moved, console)
+            files = stage(df, tbl, deleter, staging, moved, console, phases=phases)
             specs = list({tuple(f.partition.items()): f.partition for f in files if f.partition is not None}.values())
-            with _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"):
+            with (
+                _timed(phases, "commit"),
+                _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"),
+            ):
                 version, replaced = _commit(ms, tbl, files, specs, mode)
         except BaseException:
             discard(deleter, moved, staging)
             raise
-        failures = discard(deleter, replaced, staging)
+        with _timed(phases, "cleanup"):
+            failures = discard(deleter, [], staging)
+            if replaced:
+                expired = expire_removed(ms, tbl.database, tbl.name)
+                failures.extend(f"{path}: {reason}" for path, reason in expired.kept)
     return WriteResult(
         table=tbl.qualified_name,
         mode=mode,
@@ -361,13 +454,16 @@ def write(
         replaced_files=len(replaced),
         seconds=time.perf_counter() - started,
         cleanup_failures=tuple(failures),
+        phases=phases,
     )
 
 
 def _commit(
     ms: Metastore, table: TableDefinition, files: list[FileStats], specs: list[dict[str, Any]], mode: str
 ) -> tuple[int, list[str]]:
-    """Commit the files; returns the new version and the paths an overwrite replaced (to delete afterwards)."""
+    """Commit the files; returns the new version and the paths an overwrite replaced (removed by the commit, with
+    tombstones: deleted once the table's retention has passed). An overwrite lists the partitions' files and
+    removes exactly those, failing if any other commit came in between (`expected_version`)."""
     db, name = table.database, table.name
     if mode == "append":
         if not files:
@@ -378,7 +474,7 @@ def _commit(
     old = [f.path for f in ms.list_files(db, name, [Partition(current, tuple(s.values())) for s in replace])]
     if not files and not old:
         return current.version, []
-    result = ms.commit(db, name, add_files=files, replace_partitions=replace, expected_version=current.version)
+    result = ms.commit(db, name, add_files=files, remove_files=old, expected_version=current.version)
     return result.version, old
 
 
