@@ -122,3 +122,9 @@ def _build(spark: Any, table: Any) -> Base:
     with manifest(listing) as uri:
         frame = spark.read.schema(table_struct(table)).parquet(uri)
     return Base(table.version, frame, {v: frozenset(s) for v, s in by_value.items()})
+
+
+def kept() -> int:
+    """How many base relations are kept now (at most `MAX_BASES`)."""
+    with _lock:
+        return len(_bases)
