@@ -90,7 +90,8 @@ def test_whole_partitions_read_the_base_relation(
     values = KEYS[kind][1]
     plain = spark.read.schema(f"id bigint, {KEYS[kind][0]}").parquet(tables[name])
     relations = set()
-    for column in [None, F.col("k") == F.lit(values[0]), F.col("k").isin(values[1:3]), F.col("k").isNull()]:
+    neighbours, apart = F.col("k").isin(values[1:3]), F.col("k").isin([values[0], values[2]])
+    for column in [None, F.col("k") == F.lit(values[0]), neighbours, apart, F.col("k").isNull()]:
         df = sgs.read(spark, name, where=column, metastore=spark_metastore)
         expected = plain if column is None else plain.where(column)
         files = _checked(df, expected)

@@ -3,13 +3,13 @@
 Handing Spark a fresh list of files costs a new file index on every read (file status, partition parsing, split
 planning over a relation Spark has not seen). A table with one partition key of a type whose folder names Spark
 parses back to the metastore's values exactly (integers, strings, dates) is instead read as its base relation
-(all files of the version, through a manifest, made once per session and version) filtered by
-`key IN (the selected partition values)`: Spark's own static partition pruning picks the files, its DPP still
-applies, and the relation is one Spark already knows. Correctness never rests on the cache: each read compares
-the files that filter selects in the base with the scan's files (path and size) and uses the base only when they
-are equal; otherwise (statistics skipped files inside a partition, another version) the caller hands Spark the
-files. Since the relation holds the table's files, `df.inputFiles()` lists them all; the scan report and Spark's
-`numFiles` metric tell what is read.
+(all files of the version, through a manifest, made once per session and version) filtered by the selected
+partition values (runs of neighbouring values as ranges, so the filter stays short): Spark's own static partition
+pruning picks the files, its DPP still applies, and the relation is one Spark already knows. Correctness never
+rests on the cache: each read compares the files that filter selects in the base with the scan's files (path and
+size) and uses the base only when they are equal; otherwise (statistics skipped files inside a partition, another
+version) the caller hands Spark the files. Since the relation holds the table's files, `df.inputFiles()` lists
+them all; the scan report and Spark's `numFiles` metric tell what is read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sargable.expr import Column, Literal, render_sql
@@ -40,6 +40,10 @@ class Base:
     version: int
     frame: Any
     files: Mapping[Any, _Files]
+    order: tuple[Any, ...] = ()
+    """The base's non-NULL partition values, in order."""
+    positions: Mapping[Any, int] = field(default_factory=dict)
+    """Each value's position in `order`."""
 
 
 _bases: OrderedDict[tuple[Any, ...], Base] = OrderedDict()
@@ -69,17 +73,36 @@ def pruned_frame(spark: Any, table: Any, partitions: Collection[Any] | None, fil
         return None
     if partitions is None:
         return base.frame.where("true")
-    return base.frame.where(_in_text(names[0], dtype, values))
+    return base.frame.where(_selection(names[0], dtype, base, values))
 
 
-def _in_text(name: str, dtype: DataType, values: Collection[Any]) -> str:
-    """Spark SQL selecting the partitions of these values (NULL: the default partition)."""
+def _selection(name: str, dtype: DataType, base: Base, values: Collection[Any]) -> str:
+    """Spark SQL selecting the base's partitions of these values: each run of neighbours in the base's value order
+    is one `BETWEEN` (a year of dates is one range), single values one `IN` list, NULL the default partition.
+
+    Spark orders these types as Python does (numbers, dates, strings by code point: UTF-8's byte order), so a run
+    selects exactly the base's partitions between its ends.
+    """
     column = render_sql(Column(name, dtype), "spark")
-    listed = sorted(v for v in values if v is not None)
-    parts = [f"{column} IN ({', '.join(render_sql(Literal(v, dtype), 'spark') for v in listed)})"] if listed else []
-    if None in values:
+    order = base.order
+    positions = sorted(base.positions[v] for v in values if v in base.positions)
+    runs: list[tuple[int, int]] = []
+    for position in positions:
+        if runs and runs[-1][1] == position - 1:
+            runs[-1] = (runs[-1][0], position)
+        else:
+            runs.append((position, position))
+    singles = [_literal(order[a], dtype) for a, b in runs if a == b]
+    parts = [f"{column} BETWEEN {_literal(order[a], dtype)} AND {_literal(order[b], dtype)}" for a, b in runs if a != b]
+    if singles:
+        parts.append(f"{column} IN ({', '.join(singles)})")
+    if None in values and None in base.files:
         parts.append(f"{column} IS NULL")
     return " OR ".join(parts)
+
+
+def _literal(value: Any, dtype: DataType) -> str:
+    return render_sql(Literal(value, dtype), "spark")
 
 
 def _base(spark: Any, table: Any) -> Base:
@@ -121,7 +144,9 @@ def _build(spark: Any, table: Any) -> Base:
         return Base(table.version, None, {})
     with manifest(listing) as uri:
         frame = spark.read.schema(table_struct(table)).parquet(uri)
-    return Base(table.version, frame, {v: frozenset(s) for v, s in by_value.items()})
+    order = tuple(sorted(v for v in by_value if v is not None))
+    files = {v: frozenset(s) for v, s in by_value.items()}
+    return Base(table.version, frame, files, order, {v: i for i, v in enumerate(order)})
 
 
 def kept() -> int:
