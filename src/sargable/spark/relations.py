@@ -8,8 +8,9 @@ partition values (runs of neighbouring values as ranges, so the filter stays sho
 pruning picks the files, its DPP still applies, and the relation is one Spark already knows. Correctness never
 rests on the cache: each read compares the files that filter selects in the base with the scan's files (path and
 size) and uses the base only when they are equal; otherwise (statistics skipped files inside a partition, another
-version) the caller hands Spark the files. Since the relation holds the table's files, `df.inputFiles()` lists
-them all; the scan report and Spark's `numFiles` metric tell what is read.
+version) the caller hands Spark the files. Not from Spark Connect: its server resolves a kept DataFrame's
+relation again for every query (after the manifest is gone). Since the relation holds the table's files,
+`df.inputFiles()` lists them all; the scan report and Spark's `numFiles` metric tell what is read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sargable.expr import Column, Literal, render_sql
 from sargable.metastore.names import partition_name
 from sargable.spark.manifest import manifest
 from sargable.spark.schema import table_struct
+from sargable.spark.session import is_connect
 from sargable.types import DataType
 
 MAX_BASES = 8
@@ -59,7 +61,7 @@ def pruned_frame(spark: Any, table: Any, partitions: Collection[Any] | None, fil
     """The table's base relation filtered to exactly `files` (of `partitions`, None: all) by partition value, or
     None when that filter would not select exactly those files."""
     names = table.partition_key_names
-    if len(names) != 1 or not files or table.files_from_folders:
+    if len(names) != 1 or not files or table.files_from_folders or is_connect(spark):
         return None
     dtype = dict(table.schema)[names[0]]
     if not _prunable(dtype):
