@@ -24,13 +24,14 @@ Then, in one Spark session, each query runs these ways over the same files:
 - Spark DPP on, open: DPP on, over one `spark.read.parquet(location)` DataFrame made once, before the timing (a
   long-running session that keeps the table open: no listing at all);
 - sargable: `sgs.read(spark, "tpcds.store_sales", prune_by=[(dim_df, "d_date_sk", "ss_sold_date_sk")])` as
-  `store_sales`, from a fresh DataFrame each run; the dimension DataFrame is the query's own date filter. With
-  `--item-keys`, queries that filter `item` also prune by `(item_df, "i_item_sk", "ss_item_sk")` (a data column:
-  file statistics and a residual `IN`).
+  `store_sales`, from a fresh DataFrame each run (over the session's base relation of the table version, which the
+  warm-up makes, as the open way's DataFrame is made before timing); the dimension DataFrame is the query's own
+  date filter. With `--item-keys`, queries that filter `item` also prune by `(item_df, "i_item_sk", "ss_item_sk")`
+  (a data column: file statistics and a residual `IN`).
 
 Every result must equal DuckDB's (rows sorted, numbers within 1e-6 relative). Spark's partitions and files read
 come from the executed plan's scan metrics (`numPartitions`, `numFiles` of the `FileSourceScanExec`), sargable's
-from its scan report (and the same metrics). Times are medians of `--repeat` warm runs.
+from its scan report (and the same metrics). Times are medians of `--repeat` warm runs, the ways interleaved.
 """
 
 from __future__ import annotations
@@ -347,22 +348,24 @@ def _benchmark(args: argparse.Namespace, numbers: list[int]) -> None:
             for runner in runners:
                 runner(numbers[0])
         for q in numbers:
-            for way, runner in zip(ways, runners):
-                with console.status(f"q{q}: {way.name}"):
-                    times, overheads = [], []
-                    for attempt in range(args.repeat):
+            times: dict[str, list[float]] = {way.name: [] for way in ways}
+            overheads: dict[str, list[float]] = {way.name: [] for way in ways}
+            for attempt in range(args.repeat):  # the ways interleaved, so a change of load hits them alike
+                for way, runner in zip(ways, runners):
+                    with console.status(f"q{q}: {way.name} ({attempt + 1} of {args.repeat})"):
                         started = time.perf_counter()
                         df, rows, overhead = runner(q)
-                        times.append(time.perf_counter() - started)
-                        overheads.append(overhead)
-                        if attempt == 0:
-                            problem = same_rows(rows, answers[q])
-                            way.checked[q] = "ok" if problem is None else f"DIFFERS: {problem}"
-                            metrics = scan_metrics(df)
-                            way.partitions[q] = metrics.get("numPartitions")
-                            way.files[q] = metrics.get("numFiles")
-                    way.seconds[q] = statistics.median(times)
-                    way.overhead_ms[q] = statistics.median(overheads)
+                        times[way.name].append(time.perf_counter() - started)
+                        overheads[way.name].append(overhead)
+                    if attempt == 0:
+                        problem = same_rows(rows, answers[q])
+                        way.checked[q] = "ok" if problem is None else f"DIFFERS: {problem}"
+                        metrics = scan_metrics(df)
+                        way.partitions[q] = metrics.get("numPartitions")
+                        way.files[q] = metrics.get("numFiles")
+            for way in ways:
+                way.seconds[q] = statistics.median(times[way.name])
+                way.overhead_ms[q] = statistics.median(overheads[way.name])
                 if way is ways[2]:
                     report = reports[q]
                     way.partitions[q] = report.partitions_selected

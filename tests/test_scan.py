@@ -291,3 +291,38 @@ def test_shared_metastores_are_reused_per_url_until_their_store_changes(tmp_path
     assert again is not first and again.list_databases() == [], "a new database file at the URL is opened anew"
     again.close()
     assert shared(url) is not again, "a closed metastore is opened again"
+
+
+@pytest.fixture(scope="module")
+def sixty(tmp_path_factory: pytest.TempPathFactory) -> Iterable[Any]:
+    """A table of 60 int partitions and the NULL one."""
+    root = tmp_path_factory.mktemp("sixty")
+    with Metastore.open(f"sqlite:///{root / 'm.db'}", warehouse=root) as metastore:
+        metastore.create_database("db")
+        metastore.create_table("db", "fact", [("v", "bigint")], [("day", "int")])
+        metastore.add_partitions("db", "fact", [{"day": d} for d in range(60)] + [{"day": None}])
+        yield metastore.table("db.fact")
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.frozensets(st.integers(-20, 80), min_size=1, max_size=60), run_min=st.sampled_from([2, 8]))
+def test_key_set_runs_plan_as_ranges_with_the_same_partitions(sixty: Any, values: frozenset, run_min: int) -> None:
+    """Consecutive key values plan as ranges, the others as gets: the partitions (in key order) are the oracle's."""
+    import sargable.scan as scan_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scan_module, "RUN_MIN", run_min)
+        scan = sixty.scan(key_sets=[KeySet("day", values=values)])
+    assert [p.values[0] for p in scan.partitions or ()] == sorted(d for d in range(60) if d in values)
+
+
+def test_consecutive_key_values_are_one_range_scan(metastore: Metastore, monkeypatch) -> None:
+    metastore.create_database("db")
+    metastore.create_table("db", "fact", [("v", "bigint")], [("day", "int")])
+    metastore.add_partitions("db", "fact", [{"day": d} for d in range(1500)])
+    calls = _counting_store(metastore, monkeypatch)
+    values = frozenset(range(100, 466)) | {5, 7, 1000}
+    scan = metastore.table("db.fact").scan(key_sets=[KeySet("day", values=values)])
+    assert [p.values[0] for p in scan.partitions or ()] == sorted(values)
+    assert scan.report.access is not None and "IN (369 values): 3 metastore queries" in scan.report.access
+    assert ("scan", PARTITIONS) not in {c[:2] for c in calls}, "one narrow range, no table scan"

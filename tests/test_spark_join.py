@@ -368,3 +368,17 @@ def test_column_keys_and_bad_input(spark: Any, spark_metastore: Any, plain: Any,
         sgs.read(spark, TABLE, prune_by=[(dim, "dk")], metastore=spark_metastore)
     with pytest.raises(SargableError, match="prune_by"):
         sgs.read(spark, TABLE, prune_by="dk", metastore=spark_metastore)
+
+
+@pytest.mark.parametrize("first_rows", [1, 10_000])
+def test_keys_taken_first_or_as_arrow_prune_alike(
+    spark: Any, spark_metastore: Any, plain: Any, days: Any, disk: dict, monkeypatch: Any, first_rows: int
+) -> None:
+    monkeypatch.setattr(sys.modules["sargable.spark.dimensions"], "FIRST_ROWS", first_rows)
+    dim = days.where("month <= 2 or dk is null")  # days 1..8 and a NULL key
+    df = sgs.read(spark, TABLE, prune_by=[(dim, "dk", "day")], metastore=spark_metastore)
+    report = sgs.scan_report(df)
+    assert [(p.mode, p.values) for p in report.pruning] == [("values", 8)]
+    partitions, files, _ = _expected(disk, lambda day, store: day is not None and day <= 8)
+    assert (report.partitions_selected, report.files_selected) == (partitions, files)
+    assert _canon(df.collect()) == _canon(plain.join(dim, plain["day"] == dim["dk"], "left_semi").collect())

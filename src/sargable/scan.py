@@ -40,6 +40,10 @@ IN_RESIDUAL_MAX = 1_000
 GET_CHUNK = DEFAULT_MAX_SCANS
 """Values per partition query of a key set: the planner turns an IN list up to this size into gets."""
 
+RUN_MIN = 8
+"""Consecutive integer key values from which a run is planned as one range (a year of date keys: one scan)."""
+MAX_RUNS = 64
+"""Runs planned as ranges at most; a key set more scattered than that is planned as gets."""
 SUMMARY_MAX = 2_000
 """Report texts longer than this are cut (a long key set's IN list would flood a report)."""
 
@@ -422,10 +426,10 @@ def _pick_partitions(
         assert lead.values is not None
         ordered = sorted(lead.values)
         found: list[Any] = []
-        for start in range(0, len(ordered), GET_CHUNK):
-            chunk = KeySet(lead.column, values=frozenset(ordered[start : start + GET_CHUNK]))
-            found.extend(table.partitions(conjoin([*base, chunk.predicate(schema)])))
-        queries = -(-len(ordered) // GET_CHUNK)
+        segments = _segments(ordered, dict(schema)[lead.column].is_integral)
+        for segment in segments:
+            found.extend(table.partitions(conjoin([*base, KeySet(lead.column, **segment).predicate(schema)])))
+        queries = len(segments)
         access = f"{lead.column} IN ({len(ordered)} values): {queries} metastore quer{'y' if queries == 1 else 'ies'}"
         rest = [k for k in value_sets if k is not lead]
     else:
@@ -437,6 +441,35 @@ def _pick_partitions(
         tests = [(positions[k.column.lower()], k.values) for k in rest]
         found = [p for p in found if all(p.values[i] in members for i, members in tests)]  # type: ignore[operator]
     return found, access
+
+
+def _segments(ordered: list[Any], integral: bool) -> list[dict[str, Any]]:
+    """Sorted key values as KeySet fields, in value order: runs of at least `RUN_MIN` consecutive integers as one
+    `low`/`high` range each (one range scan, the same values), the others as `values` chunks of up to `GET_CHUNK`.
+
+    Past `MAX_RUNS` runs the values are all chunks."""
+    runs: list[list[Any]] = []
+    for value in ordered:
+        if integral and runs and runs[-1][-1] + 1 == value:
+            runs[-1].append(value)
+        else:
+            runs.append([value])
+    if sum(len(run) >= RUN_MIN for run in runs) > MAX_RUNS:
+        return _chunks(ordered)
+    segments: list[dict[str, Any]] = []
+    pending: list[Any] = []
+    for run in runs:
+        if len(run) >= RUN_MIN:
+            segments.extend(_chunks(pending))
+            pending = []
+            segments.append({"low": run[0], "high": run[-1]})
+        else:
+            pending.extend(run)
+    return [*segments, *_chunks(pending)]
+
+
+def _chunks(values: list[Any]) -> list[dict[str, Any]]:
+    return [{"values": frozenset(values[start : start + GET_CHUNK])} for start in range(0, len(values), GET_CHUNK)]
 
 
 def _skip_by_key(

@@ -28,6 +28,8 @@ from sargable.types import DataType, convert
 
 DEFAULT_MAX_VALUES = 100_000
 """Distinct dimension keys collected per join key; beyond this the keys' min/max range prunes instead."""
+FIRST_ROWS = 10_000
+"""Keys the first (cheapest) collection job takes; a dimension with more rows is collected as Arrow."""
 
 _EXACT_NUMERIC = {"tinyint", "smallint", "int", "bigint", "decimal"}
 _STRINGS = {"string", "varchar", "char"}
@@ -160,12 +162,18 @@ def _key_types_reason(fact_type: DataType, dim_type: DataType) -> str | None:
 def _collect_keys(dim: Any, name: str, max_values: int) -> tuple[list[Any] | None, Any, Any]:
     """(distinct non-NULL values, or None when more than `max_values`; min; max) of a dimension column.
 
-    The first job reads the keys without a shuffle (a dimension's keys are mostly unique); only when there are more
-    rows than `max_values` does a second job count distinct values, and a third take the range.
+    A filtered dimension is small: the first job takes up to `FIRST_ROWS` keys as Spark takes rows for a LIMIT
+    (from the first partitions, no shuffle), which is all of them for such a dimension. Past that, a job reads
+    up to `max_values + 1` keys as Arrow; only when there are more does another count distinct values, and a
+    last one take the range.
     """
     from pyspark.sql import functions as F
 
     column = F.col(f"`{name}`")
+    first = min(max_values, FIRST_ROWS)
+    taken = dim.select(column).limit(first + 1).collect()
+    if len(taken) <= first:
+        return list({row[0] for row in taken if row[0] is not None}), None, None
     present = dim.select(column.alias("k")).where(F.col("k").isNotNull())
     rows = present.limit(max_values + 1).toArrow().column(0)
     if len(rows) <= max_values:

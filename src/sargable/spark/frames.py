@@ -5,73 +5,29 @@ metastore, not inferred); the residual is applied with `DataFrame.where`, so `df
 plan. Spark checks and stats every path it is handed, and past its parallel-discovery threshold
 (`spark.sql.sources.parallelPartitionDiscovery.threshold`) would start a listing job with a task per path: up to
 the threshold the files go to Spark as paths (`explain()` lists them); above it through a `_spark_metadata`
-manifest, which Spark reads with no listing and no per-file call. The session's configuration is never changed.
+manifest (`sargable.spark.manifest`), which Spark reads with no listing and no per-file call. A scan that is
+exactly some partitions of a single-key table reads the table's base relation instead, pruned by Spark
+(`sargable.spark.relations`). The session's configuration is never changed.
 The returned DataFrame carries its scan in the attribute `sargable_scan` (`sgs.scan_report` reads it).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
 
 from sargable.errors import SargableError
 from sargable.expr import render_sql
 from sargable.paths import canonical_location
 from sargable.scan import Scan
+from sargable.spark.manifest import manifest
+from sargable.spark.relations import pruned_frame
 from sargable.spark.schema import table_struct
 from sargable.stats import FileStats
 
 SCAN_ATTRIBUTE = "sargable_scan"
 """The attribute of a DataFrame returned by `read` or `join` that holds its `Scan`."""
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-_BLOCK_SIZE = 128 * 1024 * 1024
-
-
-def _file_uri(path: str) -> str:
-    """A file's URI, its path percent-encoded (partition folders hold literal `%`, as in `region=a%2Fb`)."""
-    if "://" not in path:
-        return Path(path).as_uri()
-    scheme, authority_path = path.split("://", 1)
-    authority, slash, rest = authority_path.partition("/")
-    return f"{scheme}://{authority}{slash}{quote(rest, safe='/')}"
-
-
-@contextmanager
-def _manifest(files: Sequence[FileStats]) -> Iterator[str]:
-    """A temporary directory whose `_spark_metadata` log lists exactly `files` (deleted on exit).
-
-    Spark reads a directory with such a log (the format of its streaming file sink) through
-    `MetadataLogFileIndex`: the files come from the log, with no listing and no per-file existence check, and the
-    partition columns from their folder names. The index reads the log when the DataFrame is created.
-    """
-    directory = tempfile.mkdtemp(prefix="sargable-scan-")
-    try:
-        log = Path(directory, "_spark_metadata")
-        log.mkdir()
-        entries = [
-            json.dumps(
-                {
-                    "path": _file_uri(f.path),
-                    "size": f.size_bytes,
-                    "isDir": False,
-                    "modificationTime": 0,
-                    "blockReplication": 1,
-                    "blockSize": _BLOCK_SIZE,
-                    "action": "add",
-                }
-            )
-            for f in files
-        ]
-        (log / "0").write_text("\n".join(["v1", *entries]))
-        yield Path(directory).as_uri()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
@@ -83,13 +39,16 @@ def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
     if len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
         location = canonical_location(table.location)
         return spark.read.schema(struct).option("basePath", location).parquet(*[f.path for f in files])
-    with _manifest(files) as uri:
+    with manifest(files) as uri:
         return spark.read.schema(struct).parquet(uri)
 
 
 def dataframe(spark: Any, scan: Scan, spark_filters: Sequence[Any] = ()) -> Any:
-    """Native Parquet over the scan's files, then its residual and the filters Spark applies unplanned."""
-    df = files_frame(spark, scan.table, scan.files)
+    """Native Parquet over the scan's files (the table's base relation pruned by partition value where that selects
+    exactly them, see `sargable.spark.relations`), then its residual and the filters Spark applies unplanned."""
+    df = pruned_frame(spark, scan.table, scan.partitions, scan.files)
+    if df is None:
+        df = files_frame(spark, scan.table, scan.files)
     if scan.residual is not None:
         df = df.where(render_sql(scan.residual.expr, "spark"))
     for column in spark_filters:
