@@ -286,6 +286,17 @@ def connect_driver(args: dict[str, Any]) -> dict[str, Any]:
             return {"rows": canonical(read.collect()), "partitions": report.partitions_selected}
 
         _attempt(out, "prune_by", pruned_by_dimension)
+
+        def many_files() -> dict[str, Any]:
+            threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+            spark.conf.set(threshold, "1")
+            try:
+                read = sgs.read(spark, table, metastore=url)
+                return {"rows": canonical(read.collect()), "files": sgs.scan_report(read).files_selected}
+            finally:
+                spark.conf.unset(threshold)
+
+        _attempt(out, "many_files", many_files)
         _attempt(out, "vacuum", lambda: sgs.vacuum(table, metastore=url))
     finally:
         spark.stop()

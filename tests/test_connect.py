@@ -124,6 +124,16 @@ def test_join_pruning_from_connect(connect_run, spark):
     assert result["prune_by"]["ok"] == {"rows": rows, "partitions": 2}
 
 
+def test_read_of_more_files_than_the_listing_threshold_from_connect(connect_run, spark):
+    """Past Spark's listing threshold a local read goes through a temporary manifest; from Connect, whose server
+    resolves the read after `sgs.read` returns, the files go as paths and the rows are all there."""
+    result, url, _ = connect_run
+    assert "error" not in result["many_files"], result["many_files"]
+    rows, report = _local(spark, url, None)
+    assert result["many_files"]["ok"] == {"rows": rows, "files": report.files_selected}
+    assert report.files_selected > 1
+
+
 def test_vacuum_after_connect_write(connect_run):
     result, _, _ = connect_run
     assert result["vacuum"] == {"ok": []}

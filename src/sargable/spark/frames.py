@@ -23,6 +23,7 @@ from sargable.scan import Scan
 from sargable.spark.manifest import manifest
 from sargable.spark.relations import pruned_frame
 from sargable.spark.schema import table_struct
+from sargable.spark.session import is_connect
 from sargable.stats import FileStats
 
 SCAN_ATTRIBUTE = "sargable_scan"
@@ -32,11 +33,14 @@ LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
     """Native Parquet over exactly these files of the table (a `Table` or `TableDefinition`): the table's schema,
-    partition columns from the folder names; by paths up to the listing threshold, else through a manifest."""
+    partition columns from the folder names; by paths up to the listing threshold, else through a manifest.
+
+    From Spark Connect always by paths: the server resolves the read lazily, after a temporary manifest would be gone.
+    """
     struct = table_struct(table)
     if not files:
         return spark.createDataFrame([], struct)
-    if len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
+    if is_connect(spark) or len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
         location = canonical_location(table.location)
         return spark.read.schema(struct).option("basePath", location).parquet(*[f.path for f in files])
     with manifest(files) as uri:
