@@ -16,6 +16,7 @@ Every layer that compares a column with a literal needs the same facts about the
 - `Interval`: the values between two ends, each inclusive or exclusive, with `intersect`, `contains` and the `union`
   of sorted intervals, under an order given as a three-way comparison (Python's by default). Normalization merges
   comparison literals with them, data skipping intersects ranges on one column, join pruning intersects key sets.
+- `integer_runs`: sorted integers as runs of consecutive values, which a range selects at once.
 
 Only `sargable.types` is imported, so every layer may use this module.
 """
@@ -486,3 +487,15 @@ def union(intervals: Iterable[Interval], compare: Compare = python_order) -> lis
                 continue
         merged.append(item)
     return merged
+
+
+def integer_runs(ordered: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted distinct integers as runs of consecutive values, each `(first, last)`: join pruning plans a long run
+    as one key range, and Spark filters a run of partitions with one BETWEEN."""
+    runs: list[tuple[int, int]] = []
+    for value in ordered:
+        if runs and runs[-1][1] + 1 == value:
+            runs[-1] = (runs[-1][0], value)
+        else:
+            runs.append((value, value))
+    return runs

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from sargable.analyze import decompose
-from sargable.domain import Interval, intersect
+from sargable.domain import Interval, integer_runs, intersect
 from sargable.errors import SargableError, TypeCoercionError
 from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
@@ -448,23 +448,23 @@ def _segments(ordered: list[Any], integral: bool) -> list[dict[str, Any]]:
     `low`/`high` range each (one range scan, the same values), the others as `values` chunks of up to `GET_CHUNK`.
 
     Past `MAX_RUNS` runs the values are all chunks."""
-    runs: list[list[Any]] = []
-    for value in ordered:
-        if integral and runs and runs[-1][-1] + 1 == value:
-            runs[-1].append(value)
-        else:
-            runs.append([value])
-    if sum(len(run) >= RUN_MIN for run in runs) > MAX_RUNS:
+    if not integral:
+        return _chunks(ordered)
+    runs = integer_runs(ordered)
+    if sum(last - first + 1 >= RUN_MIN for first, last in runs) > MAX_RUNS:
         return _chunks(ordered)
     segments: list[dict[str, Any]] = []
     pending: list[Any] = []
-    for run in runs:
-        if len(run) >= RUN_MIN:
+    start = 0
+    for first, last in runs:
+        size = last - first + 1
+        if size >= RUN_MIN:
             segments.extend(_chunks(pending))
             pending = []
-            segments.append({"low": run[0], "high": run[-1]})
+            segments.append({"low": first, "high": last})
         else:
-            pending.extend(run)
+            pending.extend(ordered[start : start + size])
+        start += size
     return [*segments, *_chunks(pending)]
 
 

@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sargable.domain import integer_runs
 from sargable.expr import Column, Literal, render_sql
 from sargable.metastore.names import partition_name
 from sargable.spark.manifest import manifest
@@ -87,13 +88,7 @@ def _selection(name: str, dtype: DataType, base: Base, values: Collection[Any]) 
     """
     column = render_sql(Column(name, dtype), "spark")
     order = base.order
-    positions = sorted(base.positions[v] for v in values if v in base.positions)
-    runs: list[tuple[int, int]] = []
-    for position in positions:
-        if runs and runs[-1][1] == position - 1:
-            runs[-1] = (runs[-1][0], position)
-        else:
-            runs.append((position, position))
+    runs = integer_runs(sorted(base.positions[v] for v in values if v in base.positions))
     singles = [_literal(order[a], dtype) for a, b in runs if a == b]
     parts = [f"{column} BETWEEN {_literal(order[a], dtype)} AND {_literal(order[b], dtype)}" for a, b in runs if a != b]
     if singles:
