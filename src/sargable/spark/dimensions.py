@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from sargable.errors import SargableError, TypeCoercionError
 from sargable.metastore import TableDefinition
 from sargable.scan import KeySet, ScanReport
+from sargable.spark.driver_keys import driver_keys
 from sargable.spark.schema import hive_type
 from sargable.types import DataType, convert
 
@@ -57,6 +58,8 @@ class KeyPruning:
     high: Any = None
     reason: str | None = None
     collect_ms: float = 0.0
+    on_driver: bool = False
+    """The keys were read on the driver (`sargable.spark.driver_keys`), not by a Spark job."""
 
     @property
     def applied(self) -> bool:
@@ -70,7 +73,8 @@ class KeyPruning:
             how = f"{self.values} distinct dimension keys"
         else:
             how = f"range [{self.low!r}, {self.high!r}] (more than max_values distinct keys)"
-        return f"{pair}: {self.target} pruned by {how}, collected in {self.collect_ms:.1f} ms"
+        where = "read on the driver" if self.on_driver else "collected by Spark"
+        return f"{pair}: {self.target} pruned by {how}, {where} in {self.collect_ms:.1f} ms"
 
 
 @dataclass(frozen=True)
@@ -159,30 +163,38 @@ def _key_types_reason(fact_type: DataType, dim_type: DataType) -> str | None:
     return f"keys of types {fact_type} and {dim_type}: Spark compares them through a cast sargable does not reproduce"
 
 
-def _collect_keys(dim: Any, name: str, max_values: int) -> tuple[list[Any] | None, Any, Any]:
-    """(distinct non-NULL values, or None when more than `max_values`; min; max) of a dimension column.
+def _collect_keys(dim: Any, name: str, max_values: int) -> tuple[list[Any] | None, Any, Any, bool]:
+    """(distinct non-NULL values, or None when more than `max_values`; min; max; read on the driver) of a dimension
+    column.
 
-    A filtered dimension is small: the first job takes up to `FIRST_ROWS` keys as Spark takes rows for a LIMIT
-    (from the first partitions, no shuffle), which is all of them for such a dimension. Past that, a job reads
-    up to `max_values + 1` keys as Arrow; only when there are more does another count distinct values, and a
-    last one take the range.
+    A small Parquet dimension filtered by a predicate sargable evaluates exactly is read on the driver, no Spark job
+    (`sargable.spark.driver_keys`). Otherwise a filtered dimension is still small: the first job takes up to
+    `FIRST_ROWS` keys as Spark takes rows for a LIMIT (from the first partitions, no shuffle), which is all of them
+    for such a dimension. Past that, a job reads up to `max_values + 1` keys as Arrow; only when there are more does
+    another count distinct values, and a last one take the range.
     """
+    read = driver_keys(dim, name)
+    if read is not None:
+        if len(read) <= max_values:
+            return read.to_pylist(), None, None, True
+        bounds = pc.min_max(read).as_py()
+        return None, bounds["min"], bounds["max"], True
     from pyspark.sql import functions as F
 
     column = F.col(f"`{name}`")
     first = min(max_values, FIRST_ROWS)
     taken = dim.select(column).limit(first + 1).collect()
     if len(taken) <= first:
-        return list({row[0] for row in taken if row[0] is not None}), None, None
+        return list({row[0] for row in taken if row[0] is not None}), None, None, False
     present = dim.select(column.alias("k")).where(F.col("k").isNotNull())
     rows = present.limit(max_values + 1).toArrow().column(0)
     if len(rows) <= max_values:
-        return pc.unique(rows).to_pylist(), None, None
+        return pc.unique(rows).to_pylist(), None, None, False
     values = present.distinct().limit(max_values + 1).toArrow().column(0).to_pylist()
     if len(values) <= max_values:
-        return values, None, None
+        return values, None, None, False
     bounds = dim.agg(F.min(column).alias("lo"), F.max(column).alias("hi")).toArrow().to_pylist()[0]
-    return None, bounds["lo"], bounds["hi"]
+    return None, bounds["lo"], bounds["hi"], False
 
 
 def _range_bounds(low: Any, high: Any, dtype: DataType) -> tuple[Any, Any] | None:
@@ -210,8 +222,9 @@ def _key_set(
         return None, dataclasses.replace(label, reason=reason)
     target = "partitions" if fact_key.name.lower() in {k.lower() for k in table.partition_key_names} else "files"
     started = time.perf_counter()
-    values, low, high = _collect_keys(dim, dim_key.name, max_values)
+    values, low, high, on_driver = _collect_keys(dim, dim_key.name, max_values)
     collect_ms = (time.perf_counter() - started) * 1000.0
+    label = dataclasses.replace(label, on_driver=on_driver)
     if values is not None:
         key = KeySet(fact_key.name, values=frozenset(values))
         return key, dataclasses.replace(label, target=target, mode="values", values=len(values), collect_ms=collect_ms)

@@ -31,6 +31,8 @@ from sargable.types import DataType
 
 MAX_BASES = 8
 """Base relations kept (least recently used first out), over all sessions and tables."""
+MAX_SELECTIONS = 32
+"""Analyzed plans of selections kept per base relation."""
 
 _Files = frozenset[tuple[str, int]]
 
@@ -47,6 +49,9 @@ class Base:
     """The base's non-NULL partition values, in order."""
     positions: Mapping[Any, int] = field(default_factory=dict)
     """Each value's position in `order`."""
+    selections: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    """Spark's analyzed plans of the base filtered by a selection's SQL, most recently used last (at most
+    `MAX_SELECTIONS`): the same selection again is a new Dataset over the plan, with no analysis by Spark."""
 
 
 _bases: OrderedDict[tuple[Any, ...], Base] = OrderedDict()
@@ -74,9 +79,29 @@ def pruned_frame(spark: Any, table: Any, partitions: Collection[Any] | None, fil
     selected = set().union(*(base.files.get(v, ()) for v in values))
     if selected != {(f.path, f.size_bytes) for f in files}:
         return None
-    if partitions is None:
-        return base.frame.where("true")
-    return base.frame.where(_selection(names[0], dtype, base, values))
+    selection = "true" if partitions is None else _selection(names[0], dtype, base, values)
+    return _selected(base, selection)
+
+
+def _selected(base: Base, selection: str) -> Any:
+    """A new DataFrame of the base filtered by `selection`: a new Dataset over the plan Spark analyzed for that
+    selection before, when there is one (no analysis again; its own query execution, so its own scan metrics)."""
+    from pyspark.sql import DataFrame
+
+    frame = base.frame
+    spark = frame.sparkSession
+    with _lock:
+        plan = base.selections.get(selection)
+        if plan is not None:
+            base.selections.move_to_end(selection)
+    if plan is not None:
+        return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+    filtered = frame.where(selection)
+    with _lock:
+        base.selections[selection] = filtered._jdf.queryExecution().analyzed()
+        while len(base.selections) > MAX_SELECTIONS:
+            base.selections.popitem(last=False)
+    return filtered
 
 
 def _selection(name: str, dtype: DataType, base: Base, values: Collection[Any]) -> str:

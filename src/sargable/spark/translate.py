@@ -131,6 +131,8 @@ def _apply(name: str, args: list[Expr]) -> Expr:
         if not all(isinstance(arg, Literal) for arg in args[1:]):
             raise Untranslatable("IN with non-literal values")
         return In(args[0], tuple(args[1:]))
+    if lowered == "between" and len(args) == 3:
+        return and_(Comparison(">=", args[0], args[1]), Comparison("<=", args[0], args[2]))
     if lowered == "isnull" and len(args) == 1:
         return IsNull(args[0])
     if lowered == "isnotnull" and len(args) == 1:
@@ -414,6 +416,125 @@ _FILTERS = _Dialect(_filter_call, _filter_leaf, _no_columns)
 def from_filter(spark_filter: Any) -> Expr:
     """The sargable expression of one `Filter` Spark pushes to the data source (`Untranslatable` if it has none)."""
     return _translate(spark_filter, _FILTERS, None)
+
+
+# Catalyst expressions of an analyzed plan as Spark writes them in JSON (`TreeNode.toJSON`: the nodes in pre-order,
+# one py4j call for a whole condition; `sargable.spark.driver_keys`): the comparisons, AND / OR / NOT, IN, BETWEEN
+# and NULL tests over columns and literals; a cast only of a literal to a type that holds its value as written, or
+# of an integer column to an integer type at least as wide (the same values).
+
+_CATALYST_CALLS = {
+    "And": "and", "Or": "or", "Not": "not", "EqualTo": "=", "EqualNullSafe": "<=>", "LessThan": "<",
+    "LessThanOrEqual": "<=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "IsNull": "isnull",
+    "IsNotNull": "isnotnull", "In": "in",
+}  # fmt: skip
+_INTEGER_BOUNDS = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
+_DIGITS = re.compile(r"-?[0-9]{1,19}")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+@dataclass(frozen=True)
+class CatalystNode:
+    """One node of a Catalyst expression read from Spark's JSON: its class's simple name, its fields, its children."""
+
+    kind: str
+    fields: dict[str, Any]
+    children: tuple[CatalystNode, ...]
+
+
+def catalyst_tree(items: list[dict[str, Any]]) -> CatalystNode:
+    """The tree of a Catalyst expression from its JSON node list (pre-order, each with its `num-children`)."""
+    stack: list[CatalystNode] = []
+    for item in reversed(items):
+        count = int(item.get("num-children", 0))
+        if count > len(stack):
+            raise Untranslatable("a Catalyst expression's JSON with missing children")
+        children = tuple(stack.pop() for _ in range(count))
+        stack.append(CatalystNode(str(item.get("class", "")).rsplit(".", 1)[-1], item, children))
+    if len(stack) != 1:
+        raise Untranslatable("a Catalyst expression's JSON that is not one tree")
+    return stack[0]
+
+
+def _catalyst_call(node: CatalystNode) -> tuple[str, list[Any]] | None:
+    if node.kind == "Between":
+        parts = [catalyst_tree(node.fields[name]) for name in ("input", "lower", "upper")]
+        return "between", parts
+    name = _CATALYST_CALLS.get(node.kind)
+    return None if name is None else (name, list(node.children))
+
+
+def _catalyst_value(node: CatalystNode) -> Any:
+    """The Python value of a Literal of a type sargable compares as Spark does (Spark writes values as text)."""
+    value, kind = node.fields.get("value"), node.fields.get("dataType")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Untranslatable(f"literal {value!r} of type {kind}")
+    if kind in _INTEGER_BOUNDS and _DIGITS.fullmatch(value):
+        return int(value)
+    if kind == "string":
+        return value
+    if kind == "boolean" and value in ("true", "false"):
+        return value == "true"
+    if kind == "date" and _ISO_DATE.fullmatch(value):
+        return _iso_date(value)
+    raise Untranslatable(f"literal {value!r} of type {kind}")
+
+
+def _iso_date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise Untranslatable(f"date {text!r}") from None
+
+
+def _cast_literal(value: Any, source: str, target: str) -> Any:
+    """A literal's value cast to `target`, where every evaluation mode of Spark's cast gives that same value."""
+    if value is None or source == target:
+        return value
+    if target in _INTEGER_BOUNDS:
+        if source == "string" and _DIGITS.fullmatch(value):
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            bound = _INTEGER_BOUNDS[target]
+            if -bound <= value < bound:
+                return value
+    if target == "date" and source == "string" and _ISO_DATE.fullmatch(value):
+        return _iso_date(value)
+    raise Untranslatable(f"cast of {value!r} from {source} to {target}")
+
+
+def _catalyst_leaf(node: CatalystNode, time_zone: str | None) -> Expr:
+    if node.kind == "AttributeReference":
+        return col(str(node.fields["name"]))
+    if node.kind == "Literal":
+        return lit(_catalyst_value(node))
+    if node.kind == "Cast" and len(node.children) == 1:
+        child = node.children[0]
+        source, target = child.fields.get("dataType"), node.fields.get("dataType")
+        if child.kind == "Literal":
+            return lit(_cast_literal(_catalyst_value(child), source, target))
+        same = source == target and source in ("string", "date", "boolean", *_INTEGER_BOUNDS)
+        wider = source in _INTEGER_BOUNDS and target in _INTEGER_BOUNDS
+        if wider:
+            same = _INTEGER_BOUNDS[source] <= _INTEGER_BOUNDS[target]
+        if child.kind == "AttributeReference" and same:
+            return col(str(child.fields["name"]))
+    raise Untranslatable(f"Catalyst {node.kind}")
+
+
+def _catalyst_columns(nodes: list[Any]) -> list[Any]:
+    raise Untranslatable("a Catalyst expression read from JSON has no Column form")
+
+
+_CATALYST = _Dialect(_catalyst_call, _catalyst_leaf, _catalyst_columns)
+
+
+def from_catalyst(tree: CatalystNode) -> Expr:
+    """The sargable expression of a resolved Catalyst expression (`catalyst_tree` of its JSON, e.g. an analyzed
+    `Filter`'s condition); `Untranslatable` if any part has no exact translation."""
+    return _translate(tree, _CATALYST, None)
 
 
 def _root(column: Any) -> tuple[Any, _Dialect]:
