@@ -31,15 +31,19 @@ Then, in one Spark session, each query runs these ways over the same files:
 
 Every result must equal DuckDB's (rows sorted, numbers within 1e-6 relative). Spark's partitions and files read
 come from the executed plan's scan metrics (`numPartitions`, `numFiles` of the `FileSourceScanExec`), sargable's
-from its scan report (and the same metrics). Times are medians of `--repeat` warm runs, the ways interleaved.
+from its scan report (and the same metrics). Times are medians of `--repeat` warm runs, the ways interleaved in a
+shuffled order each round (seeded, so a run is repeatable), each run after a full garbage collection in the JVM and
+in Python: no way runs always right after another's heavy listing, nor pays for its garbage.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
+import random
 import re
 import shutil
 import statistics
@@ -216,6 +220,26 @@ def scan_metrics(df: Any, prefix: str = "ss_") -> dict[str, int]:
     return {}
 
 
+class Clock:
+    """Milliseconds per named phase of one run: `lap(name)` ends the phase begun at the previous lap."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str | None = None) -> None:
+        now = time.perf_counter()
+        if name is not None:
+            self.phases[name] = (now - self._last) * 1000.0
+        self._last = now
+
+
+def collect_garbage(spark: Any) -> None:
+    """A full collection in the JVM and in Python before a timed run, so that no way pays for another's garbage."""
+    spark.sparkContext._jvm.System.gc()
+    gc.collect()
+
+
 @dataclass
 class Way:
     """One way of running the queries, its per-query figures."""
@@ -223,6 +247,8 @@ class Way:
     name: str
     seconds: dict[int, float] = field(default_factory=dict)
     overhead_ms: dict[int, float] = field(default_factory=dict)
+    phases: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Per query, the median milliseconds of each phase of a run (see `Clock`)."""
     partitions: dict[int, int | None] = field(default_factory=dict)
     files: dict[int, int | None] = field(default_factory=dict)
     checked: dict[int, str] = field(default_factory=dict)
@@ -314,29 +340,41 @@ def _benchmark(args: argparse.Namespace, numbers: list[int]) -> None:
 
         opened: list[Any] = []
 
-        def spark_way(q: int, enabled: bool, cold: bool = True) -> tuple[Any, list[tuple], float]:
+        def spark_way(q: int, enabled: bool, cold: bool = True) -> tuple[Any, list[tuple], dict[str, float]]:
             spark.conf.set(dpp, "true" if enabled else "false")
-            listing = 0.0
+            clock = Clock()
             if cold:
                 spark.catalog.refreshByPath(location)
-                started = time.perf_counter()
+                clock.lap()
                 spark.read.parquet(location).createOrReplaceTempView("store_sales")
-                listing = (time.perf_counter() - started) * 1000.0
+                clock.lap("listing")
             else:
                 if not opened:
                     opened.append(spark.read.parquet(location))
                 opened[0].createOrReplaceTempView("store_sales")
             df = spark.sql(texts[q])
-            return df, [tuple(r) for r in df.collect()], listing
+            clock.lap("query planning")
+            rows = [tuple(r) for r in df.collect()]
+            clock.lap("execution")
+            return df, rows, clock.phases
 
-        def sargable_way(q: int) -> tuple[Any, list[tuple], float]:
+        def sargable_way(q: int) -> tuple[Any, list[tuple], dict[str, float]]:
             spark.conf.set(dpp, "true")
+            clock = Clock()
             prune_by = [(spark.sql(sql), key, fact) for sql, key, fact in QUERIES[q].prune_by(args.item_keys)]
+            clock.lap("dimension DataFrames")
             fact = sgs.read(spark, TABLE, prune_by=prune_by, metastore=ms)
+            clock.lap("read")
             report = reports[q] = sgs.scan_report(fact)
             fact.createOrReplaceTempView("store_sales")
             df = spark.sql(texts[q])
-            return df, [tuple(r) for r in df.collect()], report.planning_ms
+            clock.lap("query planning")
+            rows = [tuple(r) for r in df.collect()]
+            clock.lap("execution")
+            phases = clock.phases
+            phases["keys"], phases["plan"] = report.collect_ms, report.planning_ms
+            phases["DataFrame"] = phases.pop("read") - report.collect_ms - report.planning_ms
+            return df, rows, phases
 
         runners = [
             lambda q: spark_way(q, True),
@@ -347,16 +385,18 @@ def _benchmark(args: argparse.Namespace, numbers: list[int]) -> None:
         with console.status("warming up the JVM"):
             for runner in runners:
                 runner(numbers[0])
+        order = random.Random(19)
         for q in numbers:
             times: dict[str, list[float]] = {way.name: [] for way in ways}
-            overheads: dict[str, list[float]] = {way.name: [] for way in ways}
+            phases: dict[str, list[dict[str, float]]] = {way.name: [] for way in ways}
             for attempt in range(args.repeat):  # the ways interleaved, so a change of load hits them alike
-                for way, runner in zip(ways, runners):
+                for way, runner in order.sample(list(zip(ways, runners)), len(ways)):
                     with console.status(f"q{q}: {way.name} ({attempt + 1} of {args.repeat})"):
+                        collect_garbage(spark)
                         started = time.perf_counter()
-                        df, rows, overhead = runner(q)
+                        df, rows, laps = runner(q)
                         times[way.name].append(time.perf_counter() - started)
-                        overheads[way.name].append(overhead)
+                        phases[way.name].append(laps)
                     if attempt == 0:
                         problem = same_rows(rows, answers[q])
                         way.checked[q] = "ok" if problem is None else f"DIFFERS: {problem}"
@@ -365,7 +405,10 @@ def _benchmark(args: argparse.Namespace, numbers: list[int]) -> None:
                         way.files[q] = metrics.get("numFiles")
             for way in ways:
                 way.seconds[q] = statistics.median(times[way.name])
-                way.overhead_ms[q] = statistics.median(overheads[way.name])
+                way.phases[q] = {
+                    name: statistics.median(p[name] for p in phases[way.name]) for name in phases[way.name][0]
+                }
+                way.overhead_ms[q] = way.phases[q].get("plan", way.phases[q].get("listing", 0.0))
                 if way is ways[2]:
                     report = reports[q]
                     way.partitions[q] = report.partitions_selected
@@ -407,6 +450,7 @@ def _write_json(path: Path, args: argparse.Namespace, results: Results) -> None:
                 "seconds": way.seconds[q],
                 "overhead_ms": way.overhead_ms[q],
                 "result": way.checked[q],
+                "phases_ms": way.phases[q],
             }
             if way is ways[2]:
                 figures.update(planning_ms=way.overhead_ms[q], collect_ms=reports[q].collect_ms)
@@ -461,9 +505,34 @@ def _print(console: Any, args: argparse.Namespace, results: Results) -> None:
     console.print(
         "Spark's 'listing' is its partition discovery (spark.read.parquet after refreshByPath; none for 'open'), "
         "included in its seconds; sargable's 'planning' is the "
-        "metastore and file statistics (sgs.scan_report planning_ms), 'keys' the Spark jobs that collect the "
-        "dimensions' key values, both included in its seconds."
+        "metastore and file statistics (sgs.scan_report planning_ms), 'keys' the collection of the dimensions' key "
+        "values (read on the driver or by a Spark job), both included in its seconds."
     )
+    _print_profile(console, results)
+
+
+PROFILE = {
+    "sargable prune_by": ["dimension DataFrames", "keys", "plan", "DataFrame", "query planning", "execution"],
+    "Spark DPP on, open": ["query planning", "execution"],
+}
+
+
+def _print_profile(console: Any, results: Results) -> None:
+    """Where the time of sargable's way and of Spark's over the open table goes, per query (median ms per phase)."""
+    from rich.table import Table
+
+    ways = {way.name: way for way in results.ways}
+    table = Table(title="Profile, median ms per phase: sargable prune_by vs Spark DPP over the open table")
+    table.add_column("query")
+    for name, phases in PROFILE.items():
+        for phase in phases:
+            table.add_column(f"{'open' if 'open' in name else 'sargable'}: {phase}", justify="right")
+    table.add_column("sargable - open, ms", justify="right")
+    for q in results.numbers:
+        cells = [f"{ways[name].phases[q].get(phase, 0.0):.0f}" for name, phases in PROFILE.items() for phase in phases]
+        gap = (ways["sargable prune_by"].seconds[q] - ways["Spark DPP on, open"].seconds[q]) * 1000.0
+        table.add_row(f"q{q}", *cells, f"{gap:+.0f}")
+    console.print(table)
 
 
 if __name__ == "__main__":

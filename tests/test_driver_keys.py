@@ -10,6 +10,7 @@ leave to Spark (cached, functions, floating point, partitioned folders, too big,
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,41 @@ def test_read_prunes_with_driver_keys(spark: Any, spark_metastore: Any, dim: str
     assert report.partitions_selected == len([k for k in keys if 0 <= k < 25])
     expected = sorted(fact.join(dimension, fact.day == dimension.k, "left_semi").collect())
     assert sorted(pruned.collect()) == expected
+
+
+def test_keys_kept_while_the_files_are_unchanged(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second read over unchanged files reads no Parquet; a file rewritten in place (even with its old
+    modification time put back) is read again, and the keys are Spark's over the new contents."""
+    path = tmp_path / "dim.parquet"
+    pq.write_table(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "a": pa.array([1, 1, 0], pa.int32())}), path)
+    reads = []
+    real = dk.pq.ParquetFile
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dk.pq, "ParquetFile", counted)
+
+    def dimension() -> Any:
+        spark.catalog.refreshByPath(str(path))
+        return spark.read.parquet(str(path)).where("a = 1").select("k")
+
+    assert _driver(dimension(), "k") == [1, 2]
+    assert _driver(dimension(), "k") == [1, 2]
+    assert len(reads) == 1, "the second read was kept"
+    before = path.stat()
+    pq.write_table(pa.table({"k": pa.array([7, 8, 9], pa.int64()), "a": pa.array([0, 1, 1], pa.int32())}), path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    df = dimension()
+    assert _driver(df, "k") == _spark_keys(df, "k") == [8, 9]
+    assert len(reads) == 2
+
+
+def test_kept_keys_are_bounded(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dk, "MAX_KEPT_BYTES", 3 * 8 * 100)
+    for i in range(6):
+        path = tmp_path / f"d{i}.parquet"
+        pq.write_table(pa.table({"k": pa.array(range(i * 100, i * 100 + 100), pa.int64())}), path)
+        assert _driver(spark.read.parquet(str(path)), "k") == list(range(i * 100, i * 100 + 100))
+        assert dk.kept_bytes() <= dk.MAX_KEPT_BYTES

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sargable as sg
@@ -326,3 +326,58 @@ def test_consecutive_key_values_are_one_range_scan(metastore: Metastore, monkeyp
     assert [p.values[0] for p in scan.partitions or ()] == sorted(values)
     assert scan.report.access is not None and "IN (369 values): 3 metastore queries" in scan.report.access
     assert ("scan", PARTITIONS) not in {c[:2] for c in calls}, "one narrow range, no table scan"
+
+
+def _stores_files(metastore: Metastore) -> list[FileStats]:
+    """A table `db.kept` (ds date, s string: NULLs on both) whose partitions hold 0 to 3 files, written out of order."""
+    metastore.create_database("db", if_not_exists=True)
+    metastore.create_table("db", "kept", [("v", "bigint")], [("ds", "date"), ("s", "string")])
+    days = [None, dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2023, 12, 31)]
+    texts = [None, "a", "a/b", "é", "z"]
+    files = []
+    for i, (day, text) in enumerate((d, t) for d in days for t in texts):
+        for j in range(i % 4):
+            name = f"ds={day}/s={text}/f{j}-{i}.parquet"
+            files.append(FileStats(path=f"/w/{name}", row_count=j, size_bytes=i, partition={"ds": day, "s": text}))
+    metastore.add_partitions("db", "kept", [{"ds": d, "s": t} for d in days for t in texts])
+    metastore.commit("db", "kept", add_files=files[::-1])
+    return files
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_files_of_partitions_from_a_kept_listing_equal_the_stores(metastore: Metastore, monkeypatch, data) -> None:
+    """Once a version's whole listing is kept, the files of any partitions come from it (no store read of files),
+    equal to what the store returns for them (`iter_files`, one read of their ranges), in the same order."""
+    try:
+        table = metastore.table("db.kept")
+    except sg.NoSuchObjectError:
+        _stores_files(metastore)
+        table = metastore.table("db.kept")
+    everything = table.files(stats=False)
+    partitions = table.partitions()
+    chosen = data.draw(st.lists(st.sampled_from(partitions), max_size=len(partitions)))
+    expected = [(f.path, f.partition) for f in table.iter_files(chosen, stats=False)]
+    with monkeypatch.context() as patch:
+        calls = _counting_store(metastore, patch)
+        got = [(f.path, f.partition) for f in table.files(chosen, stats=False)]
+    assert got == expected
+    assert not [c for c in calls if c[1] == FILES], "the kept listing answered"
+    assert {f.path for f in everything} >= {path for path, _ in got}
+
+
+def test_a_kept_listing_answers_only_for_its_version(metastore: Metastore, monkeypatch) -> None:
+    """After a commit, an old handle lists what the store holds now (as it always did), a new one its new files."""
+    _stores_files(metastore)
+    old = metastore.table("db.kept")
+    old.files(stats=False)
+    parts = [p for p in old.partitions() if p.values[1] == "a"]
+    late = FileStats("/w/late.parquet", 1, 1, partition=dict(zip(["ds", "s"], parts[0].values, strict=True)))
+    metastore.commit("db", "kept", add_files=[late])
+    for handle in (old, metastore.table("db.kept")):
+        calls = _counting_store(metastore, monkeypatch)
+        listed = [f.path for f in handle.files(parts, stats=False)]
+        assert "/w/late.parquet" in listed
+        assert listed == [f.path for f in handle.iter_files(parts, stats=False)]
+        assert [c[0] for c in calls if c[1] == FILES][:1] == ["scan_ranges"], "read from the store"
+        monkeypatch.undo()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import sargable as sg
 from sargable.expr import bind, dumps, evaluate, loads, parse
-from sargable.types import MAX_TYPE_DEPTH, DataType, convert, decimal_type, parse_type
+from sargable.types import MAX_TYPE_DEPTH, DataType, convert, decimal_type, parse_type, split_converted
 
 PRIMITIVES = [
     "string",
@@ -189,3 +189,32 @@ def test_spark_read_schema_of_complex_columns() -> None:
     schema = struct_type([("ds", parse_type("date")), ("tags", parse_type("array<string>"))])
     assert schema.simpleString() == "struct<ds:date,tags:array<string>>"
     assert schema["tags"].dataType.containsNull
+
+
+_MIXED = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.text(max_size=4),
+    st.dates(),
+    st.datetimes(),
+    st.floats(allow_nan=True),
+    st.decimals(allow_nan=False, places=2),
+)
+
+
+@settings(max_examples=300)
+@given(
+    values=st.lists(_MIXED, max_size=12),
+    type_name=st.sampled_from(["tinyint", "smallint", "int", "bigint", "string", "varchar(3)", "date", "boolean"]),
+)
+def test_split_converted_keeps_only_what_convert_returns_unchanged(values: list, type_name: str) -> None:
+    """The fast path's oracle is `convert` itself: every kept value converts to an equal value of the same type;
+    kept and the rest are the input, each in its order."""
+    dtype = parse_type(type_name)
+    kept, rest = split_converted(values, dtype)
+    assert sorted(map(id, kept + rest)) == sorted(map(id, values))
+    assert [v for v in values if any(v is k for k in kept)] == kept
+    for value in kept:
+        converted = convert(value, dtype)
+        assert type(converted) is type(value) and converted == value

@@ -31,7 +31,7 @@ from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
 from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.stats import FileStats
-from sargable.types import DataType, convert
+from sargable.types import DataType, convert, split_converted
 
 IN_RESIDUAL_MAX = 1_000
 """A key set on a data column up to this many values stays in the residual as `column IN (...)`; a larger one as its
@@ -104,8 +104,8 @@ class KeySet:
 
 
 def _converted(values: Iterable[Any], dtype: DataType) -> list[Any]:
-    out = []
-    for value in values:
+    out, rest = split_converted(values, dtype)
+    for value in rest:
         if value is None:
             continue
         try:

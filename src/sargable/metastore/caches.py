@@ -2,14 +2,15 @@
 
 Both are keyed by what makes an entry right, never by a URL: a plan by the table's partition keys, indexes and
 the filter text; a listing by the table's id and version (every change bumps the version, and a store never reuses
-a table id). Both are bounded and evict the least recently used entry first.
+a table id). Both are bounded and evict the least recently used entry first. A kept listing also answers for some
+of the table's partitions (`Listings.of_partitions`): the files of each partition are one run of the listing.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+from collections.abc import Hashable, Iterable
+from typing import Any, Generic, TypeVar
 
 from sargable.metastore.access import FilterPlans
 from sargable.stats import FileStats
@@ -58,6 +59,27 @@ class Listings:
         self.max_files = max_files
         self._entries: OrderedDict[tuple, tuple[FileStats, ...]] = OrderedDict()
         self._files = 0
+        self._runs: dict[tuple, dict[tuple[Any, ...], tuple[int, int]]] = {}
+        """Per kept listing (made on first use): each partition's values -> its files' run (start, stop)."""
+
+    def of_partitions(
+        self, key: tuple, names: list[str], partitions: Iterable[tuple[Any, ...]]
+    ) -> list[FileStats] | None:
+        """The files of the partitions with these values (those without files give none), in the listing's order,
+        from the kept listing `key`; None when there is none. The values must compare in Python as the partition
+        keys do in the store (no floating point: -0.0 == 0.0 and NaN != NaN)."""
+        listing = self.get(key)
+        if listing is None:
+            return None
+        runs = self._runs.get(key)
+        if runs is None:
+            runs = self._runs[key] = {}
+            for index, file in enumerate(listing):
+                values = tuple(file.partition[name] for name in names) if file.partition is not None else ()
+                start, _ = runs.get(values, (index, index))
+                runs[values] = (start, index + 1)
+        spans = sorted(runs[values] for values in set(partitions) if values in runs)
+        return [file for start, stop in spans for file in listing[start:stop]]
 
     def get(self, key: tuple) -> tuple[FileStats, ...] | None:
         found = self._entries.get(key)
@@ -71,14 +93,17 @@ class Listings:
             return
         old = self._entries.pop(key, None)
         self._files -= 0 if old is None else len(old)
+        self._runs.pop(key, None)
         self._entries[key] = files
         self._files += len(files)
         while self._files > self.max_files:
-            _, evicted = self._entries.popitem(last=False)
+            evicted_key, evicted = self._entries.popitem(last=False)
+            self._runs.pop(evicted_key, None)
             self._files -= len(evicted)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._runs.clear()
         self._files = 0
 
 

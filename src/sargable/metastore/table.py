@@ -285,17 +285,35 @@ class Table:
 
         `stats`: True decodes every column's statistics; False none (`columns == {}`: path, size, row count and
         partition only, several times cheaper per file); a collection of column names, only those columns'. A whole
-        table's listing is kept per table version when the handle was made in the reading transaction.
+        table's listing is kept per table version (when that version is the one the reading transaction sees), and
+        the files of some partitions are then taken from it, with no store read.
         """
+        key = (self.table_id, self.version, file_entries.check_stats(stats))
+        listings = self._caches.listings
         with self._reading():
-            if partitions is not None or self._transaction != self._store.transaction_id:
-                return list(self.iter_files(partitions, stats=stats))
-            key = (self.table_id, self.version, file_entries.check_stats(stats))
-            listing = self._caches.listings.get(key)
+            if partitions is not None:
+                kept = None
+                if _values_compare_as_keys(self.definition) and listings.get(key) is not None and self._seen():
+                    wanted = (tuple(p.values) for p in partitions)
+                    kept = listings.of_partitions(key, self.partition_key_names, wanted)
+                return kept if kept is not None else list(self.iter_files(partitions, stats=stats))
+            if not self._seen():
+                return list(self.iter_files(None, stats=stats))
+            listing = listings.get(key)
             if listing is None:
                 listing = tuple(self.iter_files(None, stats=stats))
-                self._caches.listings.put(key, listing)
+                listings.put(key, listing)
             return list(listing)
+
+    def _seen(self) -> bool:
+        """Whether the open transaction sees this handle's version of the table (what a kept listing is of)."""
+        if self._transaction is not None and self._transaction == self._store.transaction_id:
+            return True
+        try:
+            current = read_table(self._store, self.database, self.name)
+        except MetastoreError:
+            return False
+        return current.table_id == self.table_id and current.version == self.version
 
     def has_file(self, path: str) -> bool:
         """Whether a file path is registered in the table."""
@@ -461,6 +479,12 @@ class Table:
                 notes=notes,
                 ignore_stats=ignore_stats,
             )
+
+
+def _values_compare_as_keys(table: TableDefinition) -> bool:
+    """Whether the table's partition values are equal in Python exactly when their keys are (no floating point:
+    -0.0 == 0.0 in Python, NaN != NaN; no decimals, whose 1.0 == 1.00)."""
+    return not any(dtype.is_floating or dtype.name == "decimal" for _, dtype in table.partition_keys)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ Keys that can't prune (an expression, or types Spark compares through a cast sar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import time
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ DEFAULT_MAX_VALUES = 100_000
 """Distinct dimension keys collected per join key; beyond this the keys' min/max range prunes instead."""
 FIRST_ROWS = 10_000
 """Keys the first (cheapest) collection job takes; a dimension with more rows is collected as Arrow."""
+COLLECTORS = 4
+"""Dimensions whose keys are collected at once."""
 
 _EXACT_NUMERIC = {"tinyint", "smallint", "int", "bigint", "decimal"}
 _STRINGS = {"string", "varchar", "char"}
@@ -237,6 +240,13 @@ def _key_set(
     return key, dataclasses.replace(pruning, collect_ms=collect_ms)
 
 
+@functools.cache
+def _collectors() -> ThreadPoolExecutor:
+    """The threads that collect keys, kept for the process: with pinned-thread py4j (pyspark's default) each new
+    Python thread opens its own connection to the JVM, a few milliseconds that a kept thread pays once."""
+    return ThreadPoolExecutor(max_workers=COLLECTORS, thread_name_prefix="sargable-keys")
+
+
 @dataclass(frozen=True)
 class Collected:
     """The key sets the dimensions gave, what each join key did, and the wall time of collecting them."""
@@ -251,8 +261,7 @@ def collect_key_sets(
 ) -> Collected:
     """The key sets of `(dimension DataFrame, dimension key, fact key)` entries, collected concurrently."""
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, min(4, len(entries)))) as pool:
-        outcomes = list(pool.map(lambda e: _key_set(table, e[0], e[2], e[1], max_values), entries))
+    outcomes = list(_collectors().map(lambda e: _key_set(table, e[0], e[2], e[1], max_values), entries))
     return Collected(
         key_sets=tuple(key for key, _ in outcomes if key is not None),
         pruning=tuple(outcome for _, outcome in outcomes),

@@ -8,13 +8,20 @@ by the one skipping evaluator, each row taken as a file whose statistics are exa
 the evaluator proves "all": the filter is TRUE on it). Anything else gives None and the caller runs the Spark job:
 another source, data Spark has cached, a cast or function sargable doesn't translate exactly, columns of types whose
 comparison it doesn't reproduce (floating point, timestamps), files whose types differ from the relation's or that
-were written with Spark's legacy calendar, or a row the evaluator can't decide.
+were written with Spark's legacy calendar, or a row the evaluator can't decide. Only Spark's own Parquet format over
+its own file index qualifies: formats built on it (a table format's files with deletion vectors, say) do not.
+
+The keys of a read are kept (at most `MAX_KEPT_BYTES` of them, least recently used first out) under the filter, the
+column and each file's identity on disk (path, size, modification and change times, inode): the same dimension read
+again over unchanged files costs no Parquet read, and a file rewritten in any way is read again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -35,6 +42,8 @@ MAX_FILES = 64
 """The most files a dimension may have to be read on the driver."""
 MAX_PROJECTED = 16
 """The most columns a projection in the dimension's plan may have (each is read from Spark separately)."""
+MAX_KEPT_BYTES = 16 * 2**20
+"""The most bytes of key arrays kept from earlier reads."""
 
 _PASS_THROUGH = frozenset({"SubqueryAlias", "View", "Distinct"})
 _RELATION_OPTIONS = frozenset({"path", "paths", "basepath"})
@@ -44,6 +53,8 @@ _TYPES = {
 }  # fmt: skip
 """Spark's JSON names of the types whose comparisons sargable reproduces, and their Hive names."""
 _FILE_RELATION = "org.apache.spark.sql.execution.datasources.HadoopFsRelation"
+_PARQUET_FORMAT = "org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat"
+_FILE_INDEX = "org.apache.spark.sql.execution.datasources.InMemoryFileIndex"
 _LEGACY_PREFIX = b"org.apache.spark.legacy"
 
 
@@ -54,8 +65,18 @@ class _Shape:
 
     column: str
     condition: Expr | None
-    paths: list[str]
+    files: tuple[tuple[str, os.stat_result], ...]
     types: dict[str, DataType]
+
+    def identity(self) -> tuple[Any, ...]:
+        """What the keys depend on: the column, the filter, the types, each file's identity on disk."""
+        stamps = tuple((p, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, s.st_dev) for p, s in self.files)
+        return self.column, self.condition, tuple(sorted(self.types.items())), stamps
+
+
+_kept: OrderedDict[tuple[Any, ...], pa.Array] = OrderedDict()
+_kept_bytes = 0
+_lock = threading.Lock()
 
 
 def driver_keys(dim: Any, name: str) -> pa.Array | None:
@@ -67,9 +88,39 @@ def driver_keys(dim: Any, name: str) -> pa.Array | None:
         shape = _shape(dim, name)
         if shape is None:
             return None
-        return _keys(shape)
+        identity = shape.identity()
+        with _lock:
+            found = _kept.get(identity)
+            if found is not None:
+                _kept.move_to_end(identity)
+                return found
+        keys = _keys(shape)
     except (SargableError, Py4JError, pa.ArrowException, OSError, KeyError):
         return None
+    if keys is not None:
+        _keep(identity, keys)
+    return keys
+
+
+def kept_bytes() -> int:
+    """Bytes of the key arrays kept now (at most `MAX_KEPT_BYTES`)."""
+    with _lock:
+        return _kept_bytes
+
+
+def _keep(identity: tuple[Any, ...], keys: pa.Array) -> None:
+    """Keep a read's keys, dropping the least recently used beyond `MAX_KEPT_BYTES`."""
+    global _kept_bytes
+    if keys.nbytes > MAX_KEPT_BYTES:
+        return
+    with _lock:
+        if identity in _kept:
+            return
+        _kept[identity] = keys
+        _kept_bytes += keys.nbytes
+        while _kept_bytes > MAX_KEPT_BYTES:
+            _, dropped = _kept.popitem(last=False)
+            _kept_bytes -= dropped.nbytes
 
 
 def _expression(jexpression: Any) -> CatalystNode:
@@ -139,28 +190,36 @@ def _relation_shape(node: Any, column: str, conditions: list[Expr]) -> _Shape | 
     return _Shape(column, condition, files, {c: types[c] for c in wanted})
 
 
-def _parquet_files(relation: Any) -> list[str] | None:
-    """The local paths of a plain Parquet relation's files (no partition columns, buckets or reader options), when
-    few and small enough; else None."""
-    if str(relation.getClass().getName()) != _FILE_RELATION or str(relation.fileFormat().shortName()) != "parquet":
+def _class_name(obj: Any) -> str:
+    return str(obj.getClass().getName())
+
+
+def _parquet_files(relation: Any) -> tuple[tuple[str, os.stat_result], ...] | None:
+    """The local files (path, status) of a plain Parquet relation (Spark's own format and file index; no partition
+    columns, buckets or reader options), when few and small enough; else None."""
+    if _class_name(relation) != _FILE_RELATION or _class_name(relation.fileFormat()) != _PARQUET_FORMAT:
+        return None
+    location = relation.location()
+    if _class_name(location) != _FILE_INDEX:
         return None
     if relation.partitionSchema().nonEmpty() or relation.bucketSpec().isDefined():
         return None
     options = {key.lower() for key in str(relation.options().keys().mkString("\n")).split("\n") if key}
     if not options <= _RELATION_OPTIONS:
         return None
-    uris = list(relation.location().inputFiles())
+    uris = list(location.inputFiles())
     if len(uris) > MAX_FILES:
         return None
-    paths = []
+    files = []
     for uri in uris:
         parts = urlsplit(str(uri))
         if parts.scheme != "file" or parts.query or parts.fragment:
             return None
-        paths.append(unquote(parts.path))
-    if sum(os.path.getsize(p) for p in paths) > MAX_BYTES:
+        path = unquote(parts.path)
+        files.append((path, os.stat(path)))
+    if sum(status.st_size for _, status in files) > MAX_BYTES:
         return None
-    return paths
+    return tuple(files)
 
 
 def _column_types(relation: Any) -> dict[str, DataType]:
@@ -174,7 +233,7 @@ def _keys(shape: _Shape) -> pa.Array | None:
     """Read the columns, keep the rows the filter is TRUE on (None when a row can't be decided), distinct keys."""
     names = sorted(shape.types)
     parts = []
-    for path in shape.paths:
+    for path, _ in shape.files:
         parquet = pq.ParquetFile(path)
         metadata = parquet.metadata.metadata or {}
         if any(key.startswith(_LEGACY_PREFIX) for key in metadata):

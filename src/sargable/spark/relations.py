@@ -52,6 +52,8 @@ class Base:
     selections: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     """Spark's analyzed plans of the base filtered by a selection's SQL, most recently used last (at most
     `MAX_SELECTIONS`): the same selection again is a new Dataset over the plan, with no analysis by Spark."""
+    datasets: Any = None
+    """The JVM class that makes a Dataset of a plan (looked up once: each step of a JVM name is a py4j call)."""
 
 
 _bases: OrderedDict[tuple[Any, ...], Base] = OrderedDict()
@@ -95,7 +97,7 @@ def _selected(base: Base, selection: str) -> Any:
         if plan is not None:
             base.selections.move_to_end(selection)
     if plan is not None:
-        return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+        return DataFrame(base.datasets.ofRows(spark._jsparkSession, plan), spark)
     filtered = frame.where(selection)
     with _lock:
         base.selections[selection] = filtered._jdf.queryExecution().analyzed()
@@ -168,7 +170,8 @@ def _build(spark: Any, table: Any) -> Base:
         frame = spark.read.schema(table_struct(table)).parquet(uri)
     order = tuple(sorted(v for v in by_value if v is not None))
     files = {v: frozenset(s) for v, s in by_value.items()}
-    return Base(table.version, frame, files, order, {v: i for i, v in enumerate(order)})
+    datasets = spark._jvm.org.apache.spark.sql.classic.Dataset
+    return Base(table.version, frame, files, order, {v: i for i, v in enumerate(order)}, datasets=datasets)
 
 
 def kept() -> int:
