@@ -1,10 +1,12 @@
-"""Dimension keys for join pruning: resolve join keys, collect each dimension's key values with Spark.
+"""Dimension keys for join pruning: resolve join keys, collect each dimension's key values.
 
 Seed 003 (Hive's map-join partition pruning): the small side of a star join is materialised first, so its join-key
 values can prune the big table before the big table is read. For each `(dimension, dimension key, fact key)` this
 module collects the dimension's distinct non-NULL key values (at most `max_values`; beyond that, their min/max
-range) as a `sargable.scan.KeySet` of the fact column, and records what the key did in a `KeyPruning`. The Spark jobs
-run before the fact table's scan is planned (`Table.scan(..., key_sets=...)`), never while the metastore is read.
+range) as a `sargable.scan.KeySet` of the fact column, and records what the key did in a `KeyPruning`: read on the
+driver when the dimension is a small Parquet relation whose filter sargable evaluates (`sargable.spark.driver_keys`),
+else by Spark jobs. Both run before the fact table's scan is planned (`Table.scan(..., key_sets=...)`), never while
+the metastore is read.
 Keys that can't prune (an expression, or types Spark compares through a cast sargable does not reproduce) say why.
 """
 
@@ -83,7 +85,8 @@ class KeyPruning:
 @dataclass(frozen=True)
 class JoinScanReport(ScanReport):
     """A ScanReport of a fact scan pruned by join keys; `pruning` tells what each key did, `collect_ms` the wall
-    time of collecting the dimensions' keys (Spark jobs, run concurrently), which `planning_ms` does not include."""
+    time of collecting the dimensions' keys (concurrently, on the driver or by Spark jobs), which `planning_ms` does
+    not include."""
 
     pruning: tuple[KeyPruning, ...] = ()
     collect_ms: float = 0.0

@@ -1,9 +1,10 @@
 """`read`: a DataFrame over only the files that can hold matching rows, planned through the metastore.
 
 One linear path: translate the filter (text, a sargable `Expr`, or a pyspark `Column`) -> with `prune_by`, collect
-the dimensions' key sets (Spark jobs, before the metastore is read) -> `Table.scan` (bind once, decompose, prune
-partitions exactly, skip files by statistics, in one read transaction) -> Spark's native Parquet reader over the
-surviving files with the residual applied (`sargable.spark.frames`). `sgs.scan_report(df)` tells what was pruned.
+the dimensions' key sets (read on the driver or by Spark jobs, before the metastore is read) -> `Table.scan` (bind
+once, decompose, prune partitions exactly, skip files by statistics, in one read transaction) -> Spark's native
+Parquet reader over the surviving files with the residual applied (`sargable.spark.frames`). `sgs.scan_report(df)`
+tells what was pruned.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def pruned(
     """The DataFrame of `table` pruned by the `(dim_df, dim key, fact key)` entries' key sets; with `exact`, a value
     set too large for an IN residual is applied exactly as a broadcast semi-join.
 
-    The dimensions' keys are collected first (Spark jobs, no metastore read open), then the scan is planned.
+    The dimensions' keys are collected first (on the driver or by Spark jobs, no metastore read open), then the scan
+    is planned.
     """
     collected = collect_key_sets(table.definition, entries, max_values)
     unusable, more = _statistics_notes(session_time_zone(spark), table.definition, expr)
