@@ -10,6 +10,7 @@ leave to Spark (cached, functions, floating point, partitioned folders, too big,
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,18 @@ def test_kept_keys_are_bounded(spark: Any, tmp_path: Path, monkeypatch: pytest.M
         pq.write_table(pa.table({"k": pa.array(range(i * 100, i * 100 + 100), pa.int64())}), path)
         assert _driver(spark.read.parquet(str(path)), "k") == list(range(i * 100, i * 100 + 100))
         assert dk.kept_bytes() <= dk.MAX_KEPT_BYTES
+
+
+def test_only_spark_own_file_index(spark: Any, tmp_path: Path) -> None:
+    """A Parquet relation over another file index (here the `_spark_metadata` log of a streaming sink's output, whose
+    files are those the log lists, not those in the folder) is left to Spark."""
+    sink = tmp_path / "sink"
+    (sink / "_spark_metadata").mkdir(parents=True)
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64())}), sink / "logged.parquet")
+    pq.write_table(pa.table({"k": pa.array([3], pa.int64())}), sink / "unlisted.parquet")
+    entry = {"path": (sink / "logged.parquet").as_uri(), "size": (sink / "logged.parquet").stat().st_size}
+    entry |= {"isDir": False, "modificationTime": 0, "blockReplication": 1, "blockSize": 1 << 27, "action": "add"}
+    (sink / "_spark_metadata" / "0").write_text("v1\n" + json.dumps(entry))
+    logged = spark.read.parquet(str(sink))
+    assert _spark_keys(logged, "k") == [1, 2]
+    assert _driver(logged, "k") is None

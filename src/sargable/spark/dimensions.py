@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -244,9 +245,10 @@ def _key_set(
 
 
 @functools.cache
-def _collectors() -> ThreadPoolExecutor:
-    """The threads that collect keys, kept for the process: with pinned-thread py4j (pyspark's default) each new
-    Python thread opens its own connection to the JVM, a few milliseconds that a kept thread pays once."""
+def _collectors(pid: int) -> ThreadPoolExecutor:
+    """The threads that collect keys, kept for process `pid` (a forked child makes its own: the parent's threads
+    don't run there): with pinned-thread py4j (pyspark's default) each new Python thread opens its own connection to
+    the JVM, a few milliseconds that a kept thread pays once."""
     return ThreadPoolExecutor(max_workers=COLLECTORS, thread_name_prefix="sargable-keys")
 
 
@@ -264,7 +266,7 @@ def collect_key_sets(
 ) -> Collected:
     """The key sets of `(dimension DataFrame, dimension key, fact key)` entries, collected concurrently."""
     started = time.perf_counter()
-    outcomes = list(_collectors().map(lambda e: _key_set(table, e[0], e[2], e[1], max_values), entries))
+    outcomes = list(_collectors(os.getpid()).map(lambda e: _key_set(table, e[0], e[2], e[1], max_values), entries))
     return Collected(
         key_sets=tuple(key for key, _ in outcomes if key is not None),
         pruning=tuple(outcome for _, outcome in outcomes),
