@@ -232,6 +232,8 @@ def _column_types(relation: Any) -> dict[str, DataType]:
 def _keys(shape: _Shape) -> pa.Array | None:
     """Read the columns, keep the rows the filter is TRUE on (None when a row can't be decided), distinct keys."""
     names = sorted(shape.types)
+    if not shape.files:
+        return pa.array([], arrow_type(shape.types[shape.column]))
     parts = []
     for path, _ in shape.files:
         parquet = pq.ParquetFile(path)
@@ -243,9 +245,7 @@ def _keys(shape: _Shape) -> pa.Array | None:
             if part.schema.field(column).type not in (arrow_type(shape.types[column]), pa.large_string()):
                 return None
         parts.append(part.cast(pa.schema([(c, arrow_type(shape.types[c])) for c in names])))
-    rows = pa.concat_tables(parts) if parts else None
-    if rows is None:
-        return pa.array([], arrow_type(shape.types[shape.column]))
+    rows = pa.concat_tables(parts)
     keys = rows.column(shape.column)
     if shape.condition is not None:
         kept = _truth(rows, shape.condition, shape.types)

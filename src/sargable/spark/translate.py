@@ -407,7 +407,7 @@ def _filter_leaf(node: Any, time_zone: str | None) -> Expr:
 
 
 def _no_columns(nodes: list[Any]) -> list[Any]:
-    raise Untranslatable("a data source filter has no Column form")
+    raise Untranslatable("only a Column's conjuncts have a Column form (not a data source filter's or Catalyst's)")
 
 
 _FILTERS = _Dialect(_filter_call, _filter_leaf, _no_columns)
@@ -524,11 +524,7 @@ def _catalyst_leaf(node: CatalystNode, time_zone: str | None) -> Expr:
     raise Untranslatable(f"Catalyst {node.kind}")
 
 
-def _catalyst_columns(nodes: list[Any]) -> list[Any]:
-    raise Untranslatable("a Catalyst expression read from JSON has no Column form")
-
-
-_CATALYST = _Dialect(_catalyst_call, _catalyst_leaf, _catalyst_columns)
+_CATALYST = _Dialect(_catalyst_call, _catalyst_leaf, _no_columns)
 
 
 def from_catalyst(tree: CatalystNode) -> Expr:
