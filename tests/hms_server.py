@@ -14,7 +14,7 @@ from hive_peer import free_port, stop_group, wait_for_port
 
 
 class SargableServe:
-    """`sargable --metastore URL serve --port P --warehouse W [--read-only] [ARGS...]`."""
+    """`sargable --metastore URL serve --create --port P --warehouse W [--read-only] [ARGS...]`."""
 
     def __init__(
         self,
@@ -40,7 +40,7 @@ class SargableServe:
 
     def start(self, timeout: float = 60) -> SargableServe:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "sargable.cli", "--metastore", self.metastore_url, "serve"]
+        command = [sys.executable, "-m", "sargable.cli", "--metastore", self.metastore_url, "serve", "--create"]
         command += ["--port", str(self.port), "--warehouse", str(self.warehouse)]
         if self.read_only:
             command.append("--read-only")

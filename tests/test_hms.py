@@ -4,8 +4,11 @@ types, fb303, read-only, framed transport, hostile input, a clean stop and a res
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
+import subprocess
+import sys
 import time
 
 import duckdb
@@ -393,3 +396,44 @@ def test_stop_finishes_in_flight_calls(tmp_path):
         assert serve.process.wait(30) == 0
         serve.process = None
     assert answered > 0
+
+
+def test_serve_refuses_a_missing_metastore_and_names_the_one_it_serves(tmp_path):
+    """A mistyped metastore is an error that creates nothing; `--create` makes one, and the start-up log names it."""
+    missing = tmp_path / "no" / "such" / "meta.db"
+    refused = subprocess.run(
+        [sys.executable, "-m", "sargable.cli", "--metastore", f"sqlite:///{missing}", "serve", "--port", "0"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert f"no metastore at {missing}" in refused.stderr and "serve --create" in refused.stderr
+    assert not (tmp_path / "no").exists()
+    url = f"sqlite:///{tmp_path / 'new' / 'meta.db'}"
+    with SargableServe(tmp_path / "w", url) as serve:
+        with thrift_client(serve.port) as client:
+            assert client.get_all_databases() == []
+        log = serve.log.read_text()
+    assert f"metastore {url}, warehouse {serve.warehouse}" in log
+
+
+def test_serve_without_the_hms_extra_says_how_to_install_it(tmp_path):
+    """Where thrift is not installed (the venv of `make demo`), `serve` names the extra and the line that installs it
+    from a checkout, instead of an internal error."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class NoThrift:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] in ('thrift', 'pymetastore'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NoThrift())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-m", "sargable.cli", "--metastore", f"sqlite:///{tmp_path / 'm.db'}", "serve", "--create"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert done.returncode == 1
+    assert "internal error" not in done.stderr
+    assert "needs the hms extra" in done.stderr and "pip install -e '.[hms]'" in done.stderr, done.stderr

@@ -173,7 +173,8 @@ def _doc_serve_command() -> list[str]:
     """The `sargable ... serve` command docs/hms.md shows, as arguments; it must be the one `SargableServe` runs."""
     lines = [line for b in blocks_of(DOC) for line in b.text.splitlines() if line.startswith("sargable ")]
     args = shlex.split(lines[0])[1:]
-    assert args[0] == "--metastore" and args[2:] == ["serve", "--port", "9083", "--warehouse", DOC_WAREHOUSE], args
+    expected = ["serve", "--create", "--port", "9083", "--warehouse", DOC_WAREHOUSE]
+    assert args[0] == "--metastore" and args[2:] == expected, args
     return args
 
 

@@ -1,9 +1,11 @@
-"""Workers need pyspark and pyarrow, not sargable: a plain SparkSession whose Python workers can't import sargable
-still writes (the footer job) and reads through the data source (its planning and its reader).
+"""Workers need pyspark[sql], not sargable: a plain SparkSession whose Python workers can't import sargable (nor
+its own dependencies such as rich) still writes (the footer job) and reads through the data source (its planning
+and its reader).
 
 The worker Python is this interpreter behind a `sitecustomize` that takes every `sys.path` entry holding sargable
-away, as on a cluster node where only pyspark and pyarrow are installed; the script checks that it can't import
-sargable before sargable ships anything to it.
+away and refuses every installed package outside pyspark[sql]'s (pyspark, py4j, pyarrow, pandas, numpy and theirs),
+as on a cluster node where only those are installed; the script checks that it can't import sargable or rich before
+sargable ships anything to it.
 """
 
 from __future__ import annotations
@@ -21,8 +23,22 @@ pytest.importorskip("pyspark")
 
 HIDE = textwrap.dedent(
     """
-    import os, sys
+    import importlib.machinery, os, sys
     sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or ".", "sargable"))]
+
+    WORKER_PACKAGES = {"pyspark", "py4j", "pyarrow", "pandas", "numpy", "dateutil", "pytz", "tzdata", "six"}
+
+    class OnlyPysparkSql:
+        # Installed packages other than pyspark[sql]'s are absent on the worker (rich, psycopg, thrift, ...).
+        def find_spec(self, name, path=None, target=None):
+            top = name.partition(".")[0]
+            if path is None and top not in WORKER_PACKAGES:
+                spec = importlib.machinery.PathFinder.find_spec(top)
+                if spec is not None and "site-packages" in (spec.origin or str(spec.submodule_search_locations)):
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, OnlyPysparkSql())
     """
 )
 
@@ -66,8 +82,11 @@ def test_write_and_data_source_with_workers_without_sargable(tmp_path: Path) -> 
     worker = tmp_path / "python"
     worker.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
     worker.chmod(0o755)
-    hidden = subprocess.run([str(worker), "-c", "import sargable"], capture_output=True, text=True, check=False)
-    assert "No module named 'sargable'" in hidden.stderr
+    for module in ("sargable", "rich"):
+        hidden = subprocess.run([str(worker), "-c", f"import {module}"], capture_output=True, text=True, check=False)
+        assert f"No module named '{module}'" in hidden.stderr
+    present = subprocess.run([str(worker), "-c", "import pyspark.sql, pandas"], capture_output=True, check=False)
+    assert present.returncode == 0, present.stderr
     env = {**os.environ, "PYSPARK_PYTHON": str(worker)}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True, env=env, timeout=900, check=False

@@ -77,8 +77,12 @@ def _split_table(text: str) -> tuple[str, str]:
     return db, table
 
 
-def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
-    """The metastore of `--metastore` (or the default); a SQLite file must exist unless the command creates."""
+CREATE_TABLE_HINT = "create-table DB.TABLE --columns '...' --partition-keys '...'"
+
+
+def _metastore(args: argparse.Namespace, *, create: bool = False, creating: str = "") -> Metastore:
+    """The metastore of `--metastore` (or the default); a SQLite file must exist unless the command creates.
+    `creating` is how the failing command itself would create one (default: `create-table`)."""
     from sargable.metastore import Metastore, default_url
 
     url = args.metastore or default_url()
@@ -93,7 +97,7 @@ def _metastore(args: argparse.Namespace, *, create: bool = False) -> Metastore:
             source = "the default ./warehouse/metastore.db: neither --metastore nor $SARGABLE_METASTORE is set"
         raise SargableError(
             f"{exc}; looked at {source}. Point --metastore or $SARGABLE_METASTORE at an existing metastore, or create "
-            f"one: `sargable --metastore {url} create-table DB.TABLE --columns '...' --partition-keys '...'`"
+            f"one: `sargable --metastore {url} {creating or CREATE_TABLE_HINT}`"
         ) from None
 
 
@@ -690,10 +694,18 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> None:
 # ------------------------------------------------------------------------------------------ parser
 
 
+HMS_EXTRA = "pip install 'sargable[hms]' (from a checkout of sargable: pip install -e '.[hms]')"
+"""The install line of the `hms` extra, which `sargable serve` needs (thrift and the HMS bindings)."""
+
+
 def cmd_serve(args: argparse.Namespace, console: Console) -> None:
     """Serve the metastore over the Hive metastore Thrift API until SIGTERM / Ctrl-C (then exit 0)."""
-    from sargable.hms import ServerConfig, serve
-
+    try:
+        from sargable.hms import ServerConfig, serve
+    except ModuleNotFoundError as exc:
+        raise SargableError(f"sargable serve needs the hms extra ({exc}): {HMS_EXTRA}") from None
+    if not args.create:
+        _metastore(args, creating="serve --create ...").close()  # a missing metastore: an error naming where it looked
     config = ServerConfig(
         host=args.host,
         port=args.port,
@@ -701,7 +713,7 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
         workers=args.workers,
         cache_bytes=int(args.cache_mb * 2**20),
     )
-    serve(args.metastore, config, warehouse=args.warehouse)
+    serve(args.metastore, config, warehouse=args.warehouse, create=args.create)
 
 
 def _seconds(text: str) -> float:
@@ -803,6 +815,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=9083, help="port to listen on (default 9083; 0: any free port)")
     serve.add_argument("--read-only", action="store_true", help="refuse every write with a MetaException")
+    serve.add_argument("--create", action="store_true", help="create the metastore if it does not exist yet")
     serve.add_argument("--warehouse", default=None, help="where new tables go (default: $SARGABLE_WAREHOUSE)")
     serve.add_argument("--workers", type=int, default=8, help="store connections, calls served at once (default 8)")
     serve.add_argument(

@@ -28,14 +28,21 @@ def serve(
     config: ServerConfig | None = None,
     *,
     warehouse: str | os.PathLike | None = None,
+    create: bool = False,
 ) -> None:
     """Serve the metastore at `url` (default: `$SARGABLE_METASTORE`) until SIGTERM / Ctrl-C; returns after a
-    clean stop. New tables go under `warehouse` (default: `$SARGABLE_WAREHOUSE`)."""
-    Metastore.open(url, warehouse=warehouse).close()  # fail here, before listening, on a bad URL
-    _tune_gc()
+    clean stop. New tables go under `warehouse` (default: `$SARGABLE_WAREHOUSE`). The metastore must exist unless
+    `create` (a mistyped URL is an error, not a new empty catalog)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    server = HmsServer(lambda: Catalog(Metastore.open(url, warehouse=warehouse)), config or ServerConfig())
+    with Metastore.open(url, warehouse=warehouse, create=create) as probe:  # fail here, before listening
+        logging.getLogger(__name__).info("metastore %s, warehouse %s", probe.url, probe.warehouse)
+    _tune_gc()
+
+    def open_catalog() -> Catalog:
+        return Catalog(Metastore.open(url, warehouse=warehouse, create=False))
+
+    server = HmsServer(open_catalog, config or ServerConfig())
     server.install_signal_handlers()
     server.serve_forever()
 
