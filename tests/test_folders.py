@@ -110,7 +110,8 @@ def _filled(metastore: Metastore, tmp_path: Path, *, flag: bool) -> tuple[dict, 
     ],
 )
 def test_a_scan_lists_the_selected_partitions_without_files(metastore: Metastore, tmp_path: Path, where) -> None:
-    rows, _ = _filled(metastore, tmp_path, flag=True)
+    rows, location = _filled(metastore, tmp_path, flag=True)
+    first = location / f"ds={DAYS[0]}" / "hr=1"
     scan = metastore.table("db.events").scan(where)
     read = {}
     for f in scan.files:
@@ -128,6 +129,15 @@ def test_a_scan_lists_the_selected_partitions_without_files(metastore: Metastore
     selected = rows if scan.partitions is None else [tuple(p.values) for p in scan.partitions]
     listed = sum(1 for key in selected if key != (dt.date.fromisoformat(DAYS[0]), 1))
     assert any(note.startswith(f"{listed} partition folder(s) listed") for note in scan.report.notes) == bool(listed)
+    if scan.partitions is None or len(scan.partitions) == len(rows):  # every folder seen: the totals are known
+        on_disk = [p for p in location.rglob("*.parquet") if p.name != "part-0.parquet" or p.parent != first]
+        assert (scan.report.files_total, scan.report.bytes_total) == (
+            len(on_disk),
+            sum(p.stat().st_size for p in on_disk),
+        )
+    else:  # only the selected folders were listed: the totals are unknown, never the registered file alone
+        assert (scan.report.files_total, scan.report.bytes_total) == (None, None)
+        assert "unknown" in str(scan.report) and any("in total unknown" in n for n in scan.report.notes)
 
 
 def _matches(where: str | None, ds: dt.date, hr: int, x: int) -> bool:

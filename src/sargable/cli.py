@@ -183,6 +183,7 @@ def _scan_explained(scan: Scan) -> dict[str, Any]:
         "bytes_selected": report.bytes_selected,
         "bytes_total": report.bytes_total,
         "residual": report.residual,
+        "notes": "; ".join(report.notes) or None,
         "elapsed_ms": report.planning_ms,
     }
     return {key: value for key, value in data.items() if value is not None}

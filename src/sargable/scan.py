@@ -122,9 +122,10 @@ class ScanReport:
     table: str
     partitions_total: int
     partitions_selected: int
-    files_total: int
+    files_total: int | None
+    """None when unknown: a table whose files come from its folders, of which the scan listed only some."""
     files_selected: int
-    bytes_total: int
+    bytes_total: int | None
     bytes_selected: int
     planning_ms: float
     filter: str | None = None
@@ -142,8 +143,8 @@ class ScanReport:
         lines = [
             f"scan of {self.table}: planned in {self.planning_ms:.1f} ms",
             f"  partitions {self.partitions_selected} of {self.partitions_total}",
-            f"  files      {self.files_selected} of {self.files_total}",
-            f"  bytes      {self.bytes_selected} of {self.bytes_total}",
+            f"  files      {self.files_selected} of {_total(self.files_total)}",
+            f"  bytes      {self.bytes_selected} of {_total(self.bytes_total)}",
         ]
         for label, text in (
             ("filter", self.filter),
@@ -235,17 +236,25 @@ def plan_scan(
     on_files = [k for k in keys if k.column.lower() not in lowered_keys]
     totals = table.stats()
     partitions, access, search = _partitions(table, partition_part, keys, on_partitions, totals.partitions)
-    files, extra, ranged, folders = _files(table, partitions, files_part, on_files)
-    if folders:
-        notes = [*notes, f"{folders} partition folder(s) listed: the metastore has no file list for them"]
+    files, extra, ranged, listed = _files(table, partitions, files_part, on_files)
+    files_total, bytes_total = totals.files, totals.bytes
+    if listed.folders:
+        notes = [*notes, f"{listed.folders} partition folder(s) listed: the metastore has no file list for them"]
+    if table.files_from_folders:
+        if partitions is None or len(partitions) == totals.partitions:
+            files_total, bytes_total = files_total + listed.files, bytes_total + listed.bytes
+        else:
+            files_total = bytes_total = None
+            notes = [*notes, "files and bytes in total unknown: the table's files come from its folders, and only "
+                     "the selected partitions' folders were listed"]
     residual = conjoin([*([residual] if residual is not None else []), *extra])
     report = ScanReport(
         table=table.qualified_name,
         partitions_total=totals.partitions,
         partitions_selected=totals.partitions if partitions is None else len(partitions),
-        files_total=totals.files,
+        files_total=files_total,
         files_selected=len(files),
-        bytes_total=totals.bytes,
+        bytes_total=bytes_total,
         bytes_selected=sum(f.size_bytes for f in files),
         planning_ms=(time.perf_counter() - started) * 1000.0,
         filter=_text(bound),
@@ -306,11 +315,20 @@ def _partitions(
     return found, search.access_path, search
 
 
+@dataclass(frozen=True)
+class _Listed:
+    """What a scan listed from folders for files no one registered: folders, files and their bytes."""
+
+    folders: int
+    files: int
+    bytes: int
+
+
 def _files(
     table: ScannedTable, partitions: list[Any] | None, files_part: BoundFilter | None, on_files: list[KeySet]
-) -> tuple[list[FileStats], list[BoundFilter], tuple[str, ...], int]:
+) -> tuple[list[FileStats], list[BoundFilter], tuple[str, ...], _Listed]:
     """(the files that may hold a matching row, the key-set predicates left to the residual, the data columns whose
-    key set stays there as its range only, how many folders were listed for files no one registered).
+    key set stays there as its range only, what was listed from folders for files no one registered).
 
     Statistics are decoded only for the columns skipping looks at. A listed file carries its partition values,
     which skipping takes as exact statistics of those columns.
@@ -321,6 +339,7 @@ def _files(
     stats = frozenset(n for n, _ in table.columns if n.lower() in wanted) or False
     files = table.files(partitions, stats=stats) if partitions is None or partitions else []
     unregistered, folders = _unregistered_files(table, partitions, files)
+    listed = _Listed(folders, len(unregistered), sum(f.size_bytes for f in unregistered))
     files = [*files, *unregistered]
     if files_part is not None and files:
         from sargable.skipping import select_files  # pyarrow: loaded only when there are files to skip
@@ -335,7 +354,7 @@ def _files(
         extra.append(kept)
         if key.values is not None and len(key.values) > IN_RESIDUAL_MAX:
             ranged.append(key.column)
-    return files, extra, tuple(ranged), folders
+    return files, extra, tuple(ranged), listed
 
 
 def _unregistered_files(
@@ -356,6 +375,10 @@ def _unregistered_files(
     selected = table.partitions() if partitions is None else partitions
     bare = [p for p in selected if tuple(p.values) not in have]
     return [f for p in bare for f in folder_files(p.location, p.spec, table.columns, owner=owner)], len(bare)
+
+
+def _total(count: int | None) -> str:
+    return "unknown" if count is None else str(count)
 
 
 def _useful(part: BoundFilter | None) -> BoundFilter | None:
