@@ -16,9 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import islice
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from thrift.Thrift import TException, TType
 
@@ -26,7 +24,7 @@ from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectErro
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
-from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, database_fields, table_definition
+from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
 from sargable.metastore import Partition, Table, TableDefinition
@@ -147,25 +145,6 @@ def _pattern(pattern: str | None) -> re.Pattern[str]:
         return re.compile(".*")
     parts = [".*".join(re.escape(p) for p in alt.strip().split("*")) for alt in pattern.split("|")]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
-
-
-def local_dir(location: str | None) -> Path | None:
-    """The local folder of a `file:` URI or absolute path (None for other file systems)."""
-    if not location:
-        return None
-    if location.startswith("/"):
-        return Path(location)
-    parsed = urlparse(location)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    return None
-
-
-def _mkdirs(location: str | None) -> None:
-    """Make a location's folder, as Hive's metastore does for databases, tables and partitions."""
-    path = local_dir(location)
-    if path is not None:
-        path.mkdir(parents=True, exist_ok=True)
 
 
 PAGE = 2048
@@ -326,10 +305,9 @@ class Handler(ThriftHiveMetastore.Iface):
     def create_database(self, database: Any) -> None:
         name = database.name
         try:
-            self.catalog.create_database(name, database.locationUri, database_fields(database))
+            self.catalog.create_database(name, database.locationUri, database_fields(database), make_folder=True)
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Database {name} already exists") from None
-        _mkdirs(self.catalog.database_location(name))
 
     @_hive_api
     def get_database(self, name: str) -> Any:
@@ -420,7 +398,7 @@ class Handler(ThriftHiveMetastore.Iface):
         definition = table_definition(tbl)
         self.note.table = _table_name(definition.database, definition.name)
         try:
-            table = self.catalog.create_table(
+            self.catalog.create_table(
                 definition.database,
                 definition.name,
                 definition.columns,
@@ -428,13 +406,12 @@ class Handler(ThriftHiveMetastore.Iface):
                 definition.location,
                 definition.properties,
                 definition.hive,
+                make_folder=definition.hive.has_location,
             )
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Table {definition.name} already exists") from None
         except NoSuchObjectError:
             raise ttypes.InvalidObjectException(message=f"database {definition.database} does not exist") from None
-        if tbl.tableType != VIRTUAL_VIEW:
-            _mkdirs(table.location)
 
     @_hive_api
     def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:
@@ -492,11 +469,9 @@ class Handler(ThriftHiveMetastore.Iface):
                 raise ttypes.MetaException(message="Partition does not belong to target table")
             new.append(view.new_partition(part, now=now))
         try:
-            added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists)
+            added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists, make_folders=True)
         except AlreadyExistsError as exc:
             raise ttypes.AlreadyExistsException(message=str(exc)) from None
-        for part in added:
-            _mkdirs(part.location)
         self.note.partitions = len(added)
         return codec, added
 
