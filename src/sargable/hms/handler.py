@@ -27,6 +27,7 @@ from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
+from sargable.hms.validate import InvalidObjectError
 from sargable.metastore import Partition, Table, TableDefinition
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 
@@ -63,6 +64,7 @@ WRITE_METHODS = frozenset(
 )
 
 _PREFERENCE: list[tuple[type[BaseException], tuple[str, ...]]] = [
+    (InvalidObjectError, ("InvalidObjectException", "InvalidOperationException", "MetaException")),
     (NoSuchObjectError, ("NoSuchObjectException", "UnknownTableException", "UnknownDBException", "MetaException")),
     (AlreadyExistsError, ("AlreadyExistsException", "InvalidObjectException", "MetaException")),
     (SargableError, ("MetaException", "InvalidObjectException", "InvalidOperationException", "NoSuchObjectException")),
@@ -303,9 +305,10 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def create_database(self, database: Any) -> None:
+        fields = database_fields(database)
         name = database.name
         try:
-            self.catalog.create_database(name, database.locationUri, database_fields(database), make_folder=True)
+            self.catalog.create_database(name, database.locationUri, fields, make_folder=True)
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Database {name} already exists") from None
 
@@ -504,7 +507,7 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Encoded:
-        part = ttypes.Partition(values=list(part_vals), dbName=db_name, tableName=tbl_name)
+        part = ttypes.Partition(values=part_vals, dbName=db_name, tableName=tbl_name)
         codec, added = self._add(db_name, tbl_name, [part], if_not_exists=False)
         return self._one(codec, added[0])
 
