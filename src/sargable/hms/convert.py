@@ -11,7 +11,7 @@ from typing import Any
 from sargable.errors import MetastoreError, PathError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
-from sargable.hms.extras import client_parameters, is_reserved, legacy_table, partition_fields
+from sargable.hms.extras import client_parameters, is_reserved, partition_fields, table_fields
 from sargable.hms.validate import (
     I32,
     KEY_LIMIT,
@@ -187,7 +187,7 @@ class TableView:
     def __init__(self, table: TableDefinition) -> None:
         self.table = table
         self.parameters = client_parameters(table.properties)
-        hive = table.hive or legacy_table(table.properties)
+        hive = table_fields(table)
         self.extras = hive or HiveTable(storage=PARQUET, table_type="EXTERNAL_TABLE")
         """The table's Hive fields; a table made outside the server is shown as an external Parquet table."""
         if hive is None or not self.extras.columns:
@@ -236,7 +236,7 @@ class TableView:
 
     def partition(self, part: Partition) -> Any:
         """A sargable partition as a Thrift `Partition` (values as Hive strings, NULL as the default name)."""
-        extras, params = partition_fields(part.hive, part.parameters)
+        extras, params = partition_fields(part)
         parts = self.storage_parts if extras.storage is None else self._sd_parts(extras.storage)
         return ttypes.Partition(
             values=hive_values(self.table, part.values),

@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from thrift.Thrift import TException, TType
+from thrift.Thrift import TApplicationException, TException, TType
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
@@ -27,7 +27,7 @@ from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
-from sargable.hms.validate import InvalidObjectError
+from sargable.hms.validate import InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 
@@ -110,6 +110,18 @@ def _hive_error(method: str, exc: SargableError) -> Exception:
     return ttypes.MetaException(message=str(exc))
 
 
+def _as_declared(method: str, exc: TException) -> TException:
+    """A Hive exception `method` does not declare (a table not found in an alter) as one it does, with its message:
+    the server would answer an undeclared one as an internal error."""
+    declared = _declared(method)
+    if isinstance(exc, TApplicationException) or type(exc).__name__ in declared or not declared:
+        return exc
+    for name in ("MetaException", "InvalidOperationException", "InvalidObjectException", "NoSuchObjectException"):
+        if name in declared:
+            return declared[name](message=getattr(exc, "message", None) or str(exc))
+    return exc
+
+
 def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
     """Refuse writes on a read-only server and turn sargable errors into the method's declared Hive exceptions."""
     name = method.__name__
@@ -120,6 +132,8 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             self.note.error = "MetaException"
             raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
         try:
+            if name in WRITE_METHODS:
+                check_arguments(name, args)
             return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
@@ -128,8 +142,11 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             self.note.error = type(error).__name__
             raise error from None
         except TException as exc:
-            self.note.error = type(exc).__name__
-            raise
+            error = _as_declared(name, exc)
+            self.note.error = type(error).__name__
+            if error is exc:
+                raise
+            raise error from None
         except Exception:
             self.note.error = "internal error"
             raise

@@ -15,8 +15,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from thrift.Thrift import TType
+
 from sargable.domain import storable_string
 from sargable.errors import MetastoreError, TypeCoercionError
+from sargable.hms.bindings import ThriftHiveMetastore
 from sargable.metastore.catalog import check_name
 from sargable.types import DataType, parse_type
 
@@ -190,6 +193,26 @@ class Fields:
             if text == FROM_DESERIALIZER or (first is not None and first[1].lower() in HIVE_TYPE_NAMES):
                 return None
             raise self.refuse(field, f"is not a Hive type: {exc}") from None
+
+
+def check_arguments(method: str, args: tuple[Any, ...]) -> None:
+    """A call's struct arguments (and the entries of its lists of structs) are structs of their declared class; only
+    an environment context may be missing (Thrift leaves out a field a client did not set)."""
+    spec = getattr(ThriftHiveMetastore, f"{method}_args", None)
+    entries = [entry for entry in getattr(spec, "thrift_spec", None) or () if entry]
+    for entry, value in zip(entries, args):
+        _, ttype, name, kind, _ = entry
+        if ttype == TType.STRUCT and not (value is None and name == "environment_context"):
+            _struct_argument(method, name, value, kind[0])
+        elif ttype == TType.LIST and kind[0] == TType.STRUCT and value is not None:
+            for i, item in enumerate(Fields(method).items(value, name)):
+                _struct_argument(method, f"{name}[{i}]", item, kind[1][0])
+
+
+def _struct_argument(method: str, name: str, value: Any, kind: type) -> None:
+    if not isinstance(value, kind):
+        shown = "missing (None)" if value is None else f"{_shown(value)}, not a {kind.__name__}"
+        raise InvalidObjectError(f"{method}: the argument {name} is {shown}")
 
 
 def _shown(value: Any) -> str:
