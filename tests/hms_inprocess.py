@@ -3,8 +3,6 @@ server makes it (the call's catalog given back after it), and its encoded replie
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,13 @@ class InProcess:
     def close(self) -> None:
         self.pool.close()
 
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # (a class, not a generator context manager: the frozen Thrift exceptions can't pass through one)
+        self.close()
+
 
 def decoded(method: str, reply: Encoded) -> Any:
     """An encoded reply read back as the client's objects: framed as the method's result struct's success field."""
@@ -45,12 +50,3 @@ def decoded(method: str, reply: Encoded) -> Any:
     result = getattr(ThriftHiveMetastore, f"{method}_result")()
     result.read(TBinaryProtocol(TMemoryBuffer(data)))
     return result.success
-
-
-@contextmanager
-def in_process(url: str, warehouse: Path) -> Iterator[InProcess]:
-    hms = InProcess(url, warehouse)
-    try:
-        yield hms
-    finally:
-        hms.close()

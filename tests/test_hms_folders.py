@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from hms_inprocess import in_process
+from hms_inprocess import InProcess
 from sargable.hms.bindings import ttypes
 
 pytest.importorskip("pymetastore")
@@ -18,7 +18,7 @@ pytest.importorskip("pymetastore")
 
 @pytest.fixture
 def hms(metastore_url, tmp_path):
-    with in_process(metastore_url, tmp_path / "warehouse") as hms:
+    with InProcess(metastore_url, tmp_path / "warehouse") as hms:
         yield hms
 
 

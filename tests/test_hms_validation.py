@@ -30,7 +30,7 @@ from thrift.Thrift import TException, TType
 
 pytest.importorskip("pymetastore")
 
-from hms_inprocess import InProcess, in_process
+from hms_inprocess import InProcess
 from hms_server import SargableServe, thrift_client
 from sargable.cli import main
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
@@ -177,17 +177,31 @@ TEMPLATES = {
 }
 
 
+def _mostly(likely: st.SearchStrategy, other: st.SearchStrategy) -> st.SearchStrategy:
+    """`likely` 4 times in 5, else `other`: calls that get past the names reach the deeper checks."""
+    return st.integers(0, 4).flatmap(lambda i: likely if i else other)
+
+
+NAMED = {
+    ("dbName", "db_name", "dbname"): st.sampled_from(["d", "d", "e"]),
+    ("tbl_name", "tableName", "name"): st.sampled_from(["t", "t", "u", "d", "e"]),
+    ("part_name",): st.sampled_from(["ds=a/hr=1", "ds=b/hr=2", "ds=c/hr=x", "hr=1/ds=a", "ds=a"]),
+    ("part_vals",): st.sampled_from([["a", "1"], ["b", "2"], ["a"], ["c", "x"], ["a", "1", "2"]]),
+}
+
+
 def argument(entry: tuple) -> st.SearchStrategy:
-    """One argument of a write call: for the structs clients store, mostly a valid one with a field knocked out."""
-    ttype, spec = entry[1], entry[3]
+    """One argument of a write call: for the structs clients store, mostly a valid one with a field knocked out or
+    replaced; for names, mostly ones that exist."""
+    ttype, spec, name = entry[1], entry[3], entry[2]
     if ttype == TType.STRUCT and spec[0] in TEMPLATES:
-        return mutated(TEMPLATES[spec[0]]()) | from_spec(ttype, spec)
+        template = TEMPLATES[spec[0]]
+        return _mostly(mutated(template()), st.just(template()) | from_spec(ttype, spec))
     if ttype == TType.LIST and spec[0] == TType.STRUCT and spec[1][0] is ttypes.Partition:
-        return st.lists(mutated(valid_partition(("c", "4"))) | st.just(valid_partition(("c", "5"))), max_size=3)
-    if ttype == TType.STRING and entry[2] in ("dbName", "db_name", "dbname"):
-        return st.sampled_from(["d", "e"]) | from_spec(ttype, spec)
-    if ttype == TType.STRING and entry[2] in ("tbl_name", "name", "tableName"):
-        return st.sampled_from(["t", "u"]) | from_spec(ttype, spec)
+        return st.lists(_mostly(mutated(valid_partition(("c", "4"))), st.just(valid_partition(("c", "5")))), max_size=3)
+    for names, likely in NAMED.items():
+        if name in names:
+            return _mostly(likely, from_spec(ttype, spec))
     return from_spec(ttype, spec)
 
 
@@ -266,7 +280,7 @@ class Calls:
 def test_random_write_calls_leave_the_metastore_whole(sequence):
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         url = f"sqlite:///{tmp}/meta.db"
-        with in_process(url, Path(tmp) / "warehouse") as hms:
+        with InProcess(url, Path(tmp) / "warehouse") as hms:
             setup(hms)
             for method, args in sequence:
                 write(hms, method, args)
@@ -347,7 +361,7 @@ BAD_DESCRIPTORS = {
 @pytest.mark.parametrize("case", sorted(BAD_DESCRIPTORS))
 def test_a_bad_descriptor_is_refused_naming_the_field_and_damages_nothing(metastore_url, tmp_path, case):
     """Issue 26 row 3: these were accepted, and then no table could be created or altered in any database."""
-    with in_process(metastore_url, tmp_path / "warehouse") as hms:
+    with InProcess(metastore_url, tmp_path / "warehouse") as hms:
         setup(hms)
         field, descriptor = BAD_DESCRIPTORS[case]
         table = valid_table(name="u")
@@ -373,7 +387,7 @@ def _escaped(text: str) -> str:
 
 
 def test_names_owner_types_and_maps_are_checked(metastore_url, tmp_path):
-    with in_process(metastore_url, tmp_path / "warehouse") as hms:
+    with InProcess(metastore_url, tmp_path / "warehouse") as hms:
         setup(hms)
         cases = [
             ("create_database", ttypes.Database(name="bad name"), ttypes.InvalidObjectException, "name"),
@@ -396,7 +410,8 @@ def test_names_owner_types_and_maps_are_checked(metastore_url, tmp_path):
         cases.append(("create_table", table, ttypes.InvalidObjectException, "characters, more than"))
         cases.append(("add_partition", ttypes.Partition(["a", None], "d", "t"), ttypes.InvalidObjectException,
                       r"values\[1\] is missing"))  # fmt: skip
-        cases.append(("append_partition", "d", "t", None, ttypes.MetaException, "don't match the partition keys"))
+        cases.append(("append_partition", "d", "t", None, ttypes.InvalidObjectException, "part_vals is missing"))
+        cases.append(("append_partition", "d", "t", ["a"], ttypes.MetaException, "don't match the partition keys"))
         for method, *args, kind, message in cases:
             with pytest.raises(kind, match=message):
                 hms.call(method, *args)
@@ -417,7 +432,7 @@ def test_a_metastore_damaged_before_the_checks_keeps_working(metastore_url, tmp_
     ms.create_table("d", "broken", [], [("ds", "string")], hive=damaged)
     ms.add_partitions("d", "broken", [["a"]])
     ms.close()
-    with in_process(metastore_url, tmp_path / "warehouse") as hms:
+    with InProcess(metastore_url, tmp_path / "warehouse") as hms:
         hms.call("create_database", ttypes.Database(name="e", locationUri=str(tmp_path / "e.db")))
         hms.call("create_table", valid_table("e", "t"))
         hms.call("create_table", valid_table("d", "t"))

@@ -196,8 +196,9 @@ class Fields:
 
 
 def check_arguments(method: str, args: tuple[Any, ...]) -> None:
-    """A call's struct arguments (and the entries of its lists of structs) are structs of their declared class; only
-    an environment context may be missing (Thrift leaves out a field a client did not set)."""
+    """A call's struct arguments (and the entries of its lists of structs) are structs of their declared class, and
+    its lists of strings (partition values) lists of strings; only an environment context may be missing (Thrift
+    leaves out a field a client did not set)."""
     spec = getattr(ThriftHiveMetastore, f"{method}_args", None)
     entries = [entry for entry in getattr(spec, "thrift_spec", None) or () if entry]
     for entry, value in zip(entries, args):
@@ -207,6 +208,11 @@ def check_arguments(method: str, args: tuple[Any, ...]) -> None:
         elif ttype == TType.LIST and kind[0] == TType.STRUCT and value is not None:
             for i, item in enumerate(Fields(method).items(value, name)):
                 _struct_argument(method, f"{name}[{i}]", item, kind[1][0])
+        elif ttype == TType.LIST and kind[0] == TType.STRING:
+            check = Fields(method)
+            if value is None:
+                raise check.refuse(f"the argument {name}", "is missing (None)")
+            check.texts(value, f"the argument {name}")
 
 
 def _struct_argument(method: str, name: str, value: Any, kind: type) -> None:
