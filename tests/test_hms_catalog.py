@@ -10,8 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sargable as sg
-from sargable.metastore import Database, TableDefinition
-from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
+from sargable.metastore import Database, Partition, TableDefinition
+from sargable.metastore.hive import (
+    DamagedFields,
+    HiveDatabase,
+    HivePartition,
+    HiveStorage,
+    HiveTable,
+    partition_from_raw,
+)
 from sargable.metastore.records import decode_partition_value, encode_partition_value
 from sargable.metastore.schema import CATALOG, table_key
 from sargable.types import parse_type
@@ -85,15 +92,24 @@ def test_a_partitions_hive_fields_round_trip_through_its_row(location, params, h
         assert stored == b""  # nothing stored for the common case
 
 
-def test_damaged_hive_fields_are_damage(metastore):
+def test_damaged_hive_fields_are_damage_of_their_object_only(metastore):
+    """Hive fields that don't decode are kept as stored: the table works for everything but the Hive metastore API,
+    which names it; a commit re-writes them unchanged."""
     metastore.create_database("d", location="/w/d.db")
-    metastore.create_table("d", "t", [("x", "int")], [], hive=HiveTable(owner="ann"))
+    metastore.create_table("d", "t", [("x", "int")], [("ds", "string")], hive=HiveTable(owner="ann"))
     raw = json.loads(metastore.store.get(CATALOG, table_key("d", "t")))
     raw["hive"]["owner"] = 5
     with metastore.store.transaction():
         metastore.store.put(CATALOG, table_key("d", "t"), json.dumps(raw).encode())
-    with pytest.raises(sg.DamagedMetastoreError, match="owner"):
-        metastore.get_table("d", "t")
+    table = metastore.get_table("d", "t")
+    assert table.hive == DamagedFields(raw["hive"], "field 'owner' is 5, not a str")
+    with pytest.raises(sg.DamagedMetastoreError, match=r"Hive fields of table d\.t don't decode .*'owner'"):
+        TableView(table)
+    metastore.add_partitions("d", "t", [["a"]])
+    assert json.loads(metastore.store.get(CATALOG, table_key("d", "t")))["hive"] == raw["hive"]
+    part = Partition(table, ("a",), hive=partition_from_raw({"storage": {"sort_cols": [[None, None]]}}))
+    with pytest.raises(sg.DamagedMetastoreError, match=r"partition ds=a of d\.t don't decode .*sort columns"):
+        partition_fields(part)
 
 
 def test_database_hive_fields_are_stored_with_the_database(metastore):
@@ -116,7 +132,7 @@ def test_an_earlier_servers_reserved_properties_still_decode(metastore):
         ("u", "uniontype<int,string>", None),
     ]
     assert [c.comment for c in view.partition_cols] == ["day"]
-    extras, params = partition_fields(None, OLD_PARTITION_PARAMETERS)
+    extras, params = partition_fields(Partition(table, ("a",), parameters=dict(OLD_PARTITION_PARAMETERS)))
     assert params == {"numRows": "3"}
     assert extras == HivePartition(create_time=5, storage=HiveStorage(input_format="i"))
 

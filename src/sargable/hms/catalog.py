@@ -17,6 +17,7 @@ from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
 from sargable.expr import Expr, and_, col, or_
+from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.names import value_from_name
@@ -91,8 +92,14 @@ class Catalog:
 
     # ------------------------------------------------------------------------------------------ databases
 
-    def create_database(self, name: str, location: str | None, hive: HiveDatabase) -> None:
-        self.metastore.create_database(name, location=location or None, hive=hive)
+    def create_database(
+        self, name: str, location: str | None, hive: HiveDatabase, *, make_folder: bool = False
+    ) -> None:
+        """Create a database; with `make_folder`, its folder is made before the commit (`sargable.hms.folders`)."""
+        with new_folders() as folders, self.transaction():
+            self.metastore.create_database(name, location=location or None, hive=hive)
+            if make_folder:
+                folders.make(f"database {name.lower()}", self.metastore.get_database(name).location)
 
     def get_database(self, name: str) -> Database:
         """The database's record (raises NoSuchObjectError)."""
@@ -119,21 +126,28 @@ class Catalog:
         location: str | None,
         properties: Mapping[str, str],
         hive: HiveTable,
+        *,
+        make_folder: bool = False,
     ) -> TableDefinition:
         """Create a table with a secondary index on every partition key but the first, so that a filter on any
         partition key (Spark's `hr = 3` across days) is a key range. Engines fill it without registering files,
-        so sargable's scans list its partitions' folders (`files_from_folders`)."""
-        return self.metastore.create_table(
-            database,
-            name,
-            columns,
-            partition_keys,
-            location,
-            properties,
-            index_all=True,
-            files_from_folders=True,
-            hive=hive,
-        )
+        so sargable's scans list its partitions' folders (`files_from_folders`). With `make_folder`, its folder is
+        made before the commit (`sargable.hms.folders`)."""
+        with new_folders() as folders, self.transaction():
+            table = self.metastore.create_table(
+                database,
+                name,
+                columns,
+                partition_keys,
+                location,
+                properties,
+                index_all=True,
+                files_from_folders=True,
+                hive=hive,
+            )
+            if make_folder:
+                folders.make(f"table {table.qualified_name}", table.location)
+        return table
 
     def get_table(self, database: str, name: str) -> TableDefinition:
         return self.metastore.get_table(database, name)
@@ -207,26 +221,36 @@ class Catalog:
     # ----------------------------------------------------------------------------------------- partitions
 
     def add_partitions(
-        self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
+        self,
+        database: str,
+        table: str,
+        partitions: Sequence[NewPartition],
+        *,
+        if_not_exists: bool,
+        make_folders: bool = False,
     ) -> list[Partition]:
         """Add partitions with their parameters and Hive fields (one metastore write); returns the ones added, in
-        the order given (existing ones are skipped with `if_not_exists`, else AlreadyExistsError).
+        the order given (existing ones are skipped with `if_not_exists`, else AlreadyExistsError). With
+        `make_folders`, the folders of those added are made before the commit (`sargable.hms.folders`): when one
+        can't be made, none is added.
 
         With `if_not_exists`, which ones exist is read before the metastore's add locks the table, so a concurrent
         add of the same partition can win in between (on PostgreSQL): the whole add is then tried again."""
         for attempt in range(ADD_ATTEMPTS):
             try:
-                return self._add_partitions(database, table, partitions, if_not_exists=if_not_exists)
+                return self._add_partitions(
+                    database, table, partitions, if_not_exists=if_not_exists, make_folders=make_folders
+                )
             except AlreadyExistsError:
                 if not if_not_exists or attempt == ADD_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")
 
     def _add_partitions(
-        self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool
+        self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool, make_folders: bool
     ) -> list[Partition]:
         ms = self.metastore
-        with self.transaction():
+        with new_folders() as folders, self.transaction():
             tbl = ms.get_table(database, table)
             new: list[tuple[tuple[Any, ...], NewPartition]] = []
             seen: set[tuple[Any, ...]] = set()
@@ -250,7 +274,11 @@ class Catalog:
                 parameters=[p.parameters or None for _, p in new],
                 hive=[p.hive for _, p in new],
             )
-            return [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
+            added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
+            if make_folders:
+                for part in added:
+                    folders.make(f"partition {part.name} of {tbl.qualified_name}", part.location)
+        return added
 
     @staticmethod
     def get_partition(table: Table, values: Sequence[str]) -> Partition:

@@ -4,18 +4,27 @@ the metastore's own (`sargable.metastore.hive`; an earlier server's reserved key
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sargable.errors import MetastoreError, PathError, TypeCoercionError
+from sargable.errors import MetastoreError, PathError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
-from sargable.hms.extras import client_parameters, is_reserved, legacy_table, partition_fields
+from sargable.hms.extras import client_parameters, is_reserved, partition_fields, table_fields
+from sargable.hms.validate import (
+    I32,
+    KEY_LIMIT,
+    PRINCIPAL_TYPES,
+    SORT_ORDERS,
+    VIEW_TEXT_LIMIT,
+    Fields,
+    InvalidObjectError,
+)
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Partition, TableDefinition, partition_name
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
 from sargable.paths import canonical_location, is_local
-from sargable.types import DataType, format_value, parse_type
+from sargable.types import DataType, format_value
 
 DDL_TIME = "transient_lastDdlTime"
 VIRTUAL_VIEW = "VIRTUAL_VIEW"
@@ -42,76 +51,131 @@ class NewTable:
     hive: HiveTable
 
 
-def _check_parameters(kind: str, parameters: Mapping[str, str] | None) -> dict[str, str]:
-    params = {str(k): str(v) for k, v in (parameters or {}).items()}
+def _parameters(check: Fields, field: str, parameters: Any) -> dict[str, str]:
+    """A client's parameter map, checked; the names sargable reserves are refused."""
+    params = check.parameters(parameters, field)
     reserved = sorted(k for k in params if is_reserved(k))
     if reserved:
-        raise MetastoreError(f"{kind} parameter {reserved[0]!r} uses a name reserved by sargable serve")
+        raise MetastoreError(f"{check.what}: {field} {reserved[0]!r} uses a name reserved by sargable serve")
     return params
 
 
-def _storage(sd: Any) -> HiveStorage:
-    serde = sd.serdeInfo or ttypes.SerDeInfo()
+def _location(check: Fields, value: Any, field: str) -> str | None:
+    """A location a client sent, in the metastore's form (None or '' is the default); one that does not parse as
+    an absolute path or URI is refused."""
+    text = check.text(value, field)
+    if not text:
+        return None
+    try:
+        return canonical_location(text, relative=False)
+    except PathError as exc:
+        raise MetastoreError(f"{check.what}: {field}: {exc}") from None
+
+
+def _fields(check: Fields, value: Any, field: str) -> list[tuple[str, str, str | None, DataType | None]]:
+    """A list of `FieldSchema`s: (name, type as sent, comment, type parsed or None when sargable can't type it)."""
+    out = []
+    for i, item in enumerate(check.items(value, field)):
+        at = f"{field}[{i}]"
+        column = check.struct(item, at, ttypes.FieldSchema)
+        name = check.column_name(column.name, f"{at}.name")
+        dtype = check.column_type(column.type, f"{at}.type")
+        out.append((name, column.type, check.text(column.comment, f"{at}.comment"), dtype))
+    return out
+
+
+def _storage(check: Fields, sd: Any, columns: Sequence[str]) -> HiveStorage:
+    """A storage descriptor's Hive fields, checked; its bucket, sort and skewed columns must be among `columns`."""
+    known = {c.lower() for c in columns}
+
+    def column(value: Any, field: str) -> str:
+        name = check.text(value, field, required=True) or ""
+        if name.lower() not in known:
+            raise check.refuse(field, f"names {name!r}, which is not a column of it")
+        return name
+
+    serde = check.struct(sd.serdeInfo, "sd.serdeInfo", ttypes.SerDeInfo) or ttypes.SerDeInfo()
+    sort_cols = []
+    for i, item in enumerate(check.items(sd.sortCols, "sd.sortCols")):
+        order = check.struct(item, f"sd.sortCols[{i}]", ttypes.Order)
+        name = column(order.col, f"sd.sortCols[{i}].col")
+        sort_cols.append((name, check.choice(order.order, f"sd.sortCols[{i}].order", SORT_ORDERS, required=True)))
+    skewed = check.struct(sd.skewedInfo, "sd.skewedInfo", ttypes.SkewedInfo)
+    if skewed is not None:  # not stored (Hive's clients send it empty), but checked as Hive checks it
+        for i, name in enumerate(check.items(skewed.skewedColNames, "sd.skewedInfo.skewedColNames")):
+            column(name, f"sd.skewedInfo.skewedColNames[{i}]")
+        for i, values in enumerate(check.items(skewed.skewedColValues, "sd.skewedInfo.skewedColValues")):
+            check.texts(values, f"sd.skewedInfo.skewedColValues[{i}]")
+        maps = skewed.skewedColValueLocationMaps
+        if maps is not None and not isinstance(maps, dict):
+            raise check.refuse("sd.skewedInfo.skewedColValueLocationMaps", "is not a map")
+        for key, value in (maps or {}).items():
+            check.texts(key, "sd.skewedInfo.skewedColValueLocationMaps key")
+            check.text(value, f"sd.skewedInfo.skewedColValueLocationMaps[{key!r}]", required=True)
+    bucket_cols = [column(c, f"sd.bucketCols[{i}]") for i, c in enumerate(check.items(sd.bucketCols, "sd.bucketCols"))]
+    num_buckets = check.integer(sd.numBuckets, "sd.numBuckets", bounds=(-1, I32[1]))
     return HiveStorage(
-        input_format=sd.inputFormat,
-        output_format=sd.outputFormat,
-        serde_name=serde.name,
-        serde_lib=serde.serializationLib,
-        serde_params=dict(serde.parameters or {}),
-        compressed=bool(sd.compressed),
-        num_buckets=sd.numBuckets if sd.numBuckets is not None else -1,
-        bucket_cols=tuple(sd.bucketCols or ()),
-        sort_cols=tuple((o.col, o.order) for o in sd.sortCols or ()),
-        params=dict(sd.parameters or {}),
-        stored_as_sub_directories=bool(sd.storedAsSubDirectories),
+        input_format=check.text(sd.inputFormat, "sd.inputFormat"),
+        output_format=check.text(sd.outputFormat, "sd.outputFormat"),
+        serde_name=check.text(serde.name, "sd.serdeInfo.name"),
+        serde_lib=check.text(serde.serializationLib, "sd.serdeInfo.serializationLib"),
+        serde_params=check.parameters(serde.parameters, "sd.serdeInfo.parameters"),
+        compressed=bool(check.boolean(sd.compressed, "sd.compressed")),
+        num_buckets=-1 if num_buckets is None else num_buckets,
+        bucket_cols=tuple(bucket_cols),
+        sort_cols=tuple(sort_cols),
+        params=check.parameters(sd.parameters, "sd.parameters"),
+        stored_as_sub_directories=bool(check.boolean(sd.storedAsSubDirectories, "sd.storedAsSubDirectories")),
     )
 
 
 def table_definition(tbl: Any, *, now: int | None = None) -> NewTable:
-    """A Thrift `Table` as sargable's create arguments: the columns the metastore can type, and the Hive fields."""
-    if not tbl.dbName or not tbl.tableName:
-        raise MetastoreError("a table needs dbName and tableName")
-    sd = tbl.sd or ttypes.StorageDescriptor()
-    columns: list[tuple[str, DataType]] = []
-    hive_columns = []
-    for field in sd.cols or []:
-        hive_columns.append((field.name, field.type, field.comment))
-        try:
-            columns.append((field.name, parse_type(field.type)))
-        except TypeCoercionError:
-            continue
+    """A Thrift `Table` as sargable's create arguments: the columns the metastore can type, and the Hive fields;
+    every field checked first (`sargable.hms.validate`: InvalidObjectError naming the field)."""
+    if not isinstance(tbl, ttypes.Table):
+        raise InvalidObjectError(f"a table must be a Table, got {type(tbl).__name__}")
+    check = Fields("table")
+    database = check.name(tbl.dbName, "dbName", "database")
+    name = check.name(tbl.tableName, "tableName", "table")
+    check = Fields(f"table {database}.{name}")
+    sd = check.struct(tbl.sd, "sd", ttypes.StorageDescriptor) or ttypes.StorageDescriptor()
+    data = _fields(check, sd.cols, "sd.cols")
+    keys = _fields(check, tbl.partitionKeys, "partitionKeys")
+    seen: set[str] = set()
+    for field, columns in (("sd.cols", data), ("partitionKeys", keys)):
+        for i, (column, *_) in enumerate(columns):
+            if column.lower() in seen:
+                raise check.refuse(f"{field}[{i}].name", f"is {column!r}, a column named twice")
+            seen.add(column.lower())
     partition_keys = []
-    for field in tbl.partitionKeys or []:
-        try:
-            dtype = parse_type(field.type)
-        except TypeCoercionError as exc:
-            raise MetastoreError(f"partition column {field.name!r}: {exc}") from None
-        if not dtype.is_orderable:
-            raise MetastoreError(f"partition column {field.name!r} is of type {dtype}, which can't key partitions")
-        partition_keys.append((field.name, dtype))
-    params = _check_parameters("table", tbl.parameters)
+    for i, (column, text, _, dtype) in enumerate(keys):
+        if dtype is None or not dtype.is_orderable:
+            raise check.refuse(f"partitionKeys[{i}].type", f"is {text!r}, which can't key partitions")
+        partition_keys.append((column, dtype))
+    params = _parameters(check, "parameters", tbl.parameters)
     params.setdefault(DDL_TIME, str(now if now is not None else int(time.time())))
+    table_type = check.text(tbl.tableType, "tableType", limit=KEY_LIMIT) or "MANAGED_TABLE"
     hive = HiveTable(
-        table_type=tbl.tableType or "MANAGED_TABLE",
-        owner=tbl.owner,
-        owner_type=tbl.ownerType,
-        create_time=tbl.createTime or int(time.time()),
-        last_access_time=tbl.lastAccessTime or 0,
-        retention=tbl.retention or 0,
-        view_original_text=tbl.viewOriginalText,
-        view_expanded_text=tbl.viewExpandedText,
-        temporary=bool(tbl.temporary),
-        storage=_storage(sd),
-        columns=tuple(hive_columns),
-        partition_comments={f.name: f.comment for f in tbl.partitionKeys or [] if f.comment},
-        has_location=tbl.tableType != VIRTUAL_VIEW,
+        table_type=table_type,
+        owner=check.text(tbl.owner, "owner"),
+        owner_type=check.choice(tbl.ownerType, "ownerType", PRINCIPAL_TYPES),
+        create_time=check.integer(tbl.createTime, "createTime") or int(time.time()),
+        last_access_time=check.integer(tbl.lastAccessTime, "lastAccessTime") or 0,
+        retention=check.integer(tbl.retention, "retention") or 0,
+        view_original_text=check.text(tbl.viewOriginalText, "viewOriginalText", limit=VIEW_TEXT_LIMIT),
+        view_expanded_text=check.text(tbl.viewExpandedText, "viewExpandedText", limit=VIEW_TEXT_LIMIT),
+        temporary=bool(check.boolean(tbl.temporary, "temporary")),
+        storage=_storage(check, sd, [c for c, *_ in data]),
+        columns=tuple((column, text, comment) for column, text, comment, _ in data),
+        partition_comments={column: comment for column, _, comment, _ in keys if comment},
+        has_location=table_type != VIRTUAL_VIEW,
     )
     return NewTable(
-        database=tbl.dbName,
-        name=tbl.tableName,
-        columns=columns,
+        database=database,
+        name=name,
+        columns=[(column, dtype) for column, _, _, dtype in data if dtype is not None],
         partition_keys=partition_keys,
-        location=sd.location or None,
+        location=_location(check, sd.location, "sd.location"),
         properties=params,
         hive=hive,
     )
@@ -123,7 +187,7 @@ class TableView:
     def __init__(self, table: TableDefinition) -> None:
         self.table = table
         self.parameters = client_parameters(table.properties)
-        hive = table.hive or legacy_table(table.properties)
+        hive = table_fields(table)
         self.extras = hive or HiveTable(storage=PARQUET, table_type="EXTERNAL_TABLE")
         """The table's Hive fields; a table made outside the server is shown as an external Parquet table."""
         if hive is None or not self.extras.columns:
@@ -172,7 +236,7 @@ class TableView:
 
     def partition(self, part: Partition) -> Any:
         """A sargable partition as a Thrift `Partition` (values as Hive strings, NULL as the default name)."""
-        extras, params = partition_fields(part.hive, part.parameters)
+        extras, params = partition_fields(part)
         parts = self.storage_parts if extras.storage is None else self._sd_parts(extras.storage)
         return ttypes.Partition(
             values=hive_values(self.table, part.values),
@@ -185,27 +249,39 @@ class TableView:
         )
 
     def new_partition(self, part: Any, *, now: int) -> NewPartition:
-        """A Thrift `Partition` to add: values, location (None when it is the default one), parameters, Hive
-        fields."""
-        if part.values is None or len(part.values) != len(self.table.partition_keys):
+        """A Thrift `Partition` to add or alter: values, location (None when it is the default one), parameters,
+        Hive fields; every field checked first (`sargable.hms.validate`: InvalidObjectError naming the field)."""
+        table = self.table
+        if not isinstance(part, ttypes.Partition):
+            raise InvalidObjectError(f"a partition of {table.qualified_name} must be a Partition, got {part!r}")
+        check = Fields(f"a partition of {table.qualified_name}")
+        values = check.texts(part.values, "values")
+        if len(values) != len(table.partition_keys):
             raise MetastoreError(
-                f"partition values {part.values} don't match the partition keys "
-                f"{self.table.partition_key_names} of {self.table.qualified_name}"
+                f"partition values {values} don't match the partition keys "
+                f"{table.partition_key_names} of {table.qualified_name}"
             )
-        values = tuple(str(v) for v in part.values)
-        storage = _storage(part.sd) if part.sd is not None else None
-        params = _check_parameters("partition", part.parameters)
+        check = Fields(f"partition {values} of {table.qualified_name}")
+        check.text(part.dbName, "dbName")
+        check.text(part.tableName, "tableName")
+        sd = check.struct(part.sd, "sd", ttypes.StorageDescriptor)
+        storage = location = None
+        if sd is not None:
+            own = [column for column, *_ in _fields(check, sd.cols, "sd.cols")]
+            storage = _storage(check, sd, own or [c.name for c in self.cols])
+            location = _location(check, sd.location, "sd.location")
+        params = _parameters(check, "parameters", part.parameters)
+        create_time = check.integer(part.createTime, "createTime")
+        check.integer(part.lastAccessTime, "lastAccessTime")
         if storage == self.extras.storage:
             storage = None
         hive = None
         if params or storage is not None:
             # A partition without parameters stays an empty row: its create time is not kept (Hive's is).
-            hive = HivePartition(create_time=part.createTime or now, storage=storage)
-        location = part.sd.location if part.sd is not None and part.sd.location else None
-        canonical = None if location is None else _canonical(location)
-        if canonical is not None:  # (one the metastore refuses is passed on, for its error)
-            location = None if canonical == self.default_location(values) else canonical
-        return NewPartition(values, location, params, hive)
+            hive = HivePartition(create_time=create_time or now, storage=storage)
+        if location is not None and location == self.default_location(values):
+            location = None
+        return NewPartition(tuple(values), location, params, hive)
 
     def default_location(self, values: Sequence[str]) -> str:
         """Where the metastore puts a partition with these values when it is given no location."""
@@ -227,21 +303,19 @@ def hive_location(location: str) -> str:
     return "file:" + location if is_local(location) else location
 
 
-def _canonical(location: str) -> str | None:
-    """The metastore's form of a location a client sent, or None when it has none (the metastore refuses it)."""
-    try:
-        return canonical_location(location, relative=False)
-    except PathError:
-        return None
-
-
 def database_fields(database: Any) -> HiveDatabase:
-    """A Thrift `Database`'s Hive fields (its name and location are the metastore's own)."""
+    """A Thrift `Database`'s Hive fields (its name and location are the metastore's own), every field checked
+    first (`sargable.hms.validate`: InvalidObjectError naming the field)."""
+    if not isinstance(database, ttypes.Database):
+        raise InvalidObjectError(f"a database must be a Database, got {type(database).__name__}")
+    check = Fields("database")
+    check = Fields(f"database {check.name(database.name, 'name', 'database')}")
+    _location(check, database.locationUri, "locationUri")
     return HiveDatabase(
-        description=database.description,
-        owner=database.ownerName,
-        owner_type=database.ownerType,
-        parameters=_check_parameters("database", database.parameters),
+        description=check.text(database.description, "description"),
+        owner=check.text(database.ownerName, "ownerName"),
+        owner_type=check.choice(database.ownerType, "ownerType", PRINCIPAL_TYPES),
+        parameters=_parameters(check, "parameters", database.parameters),
     )
 
 

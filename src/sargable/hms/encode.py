@@ -166,7 +166,7 @@ class TableCodec:
     def _with_parameters(self, part: Partition) -> bytes:
         """A partition with parameters or Hive fields: with its create / access times, or, when it has a storage
         descriptor of its own, encoded by the Thrift runtime."""
-        extras, params = partition_fields(part.hive, part.parameters)
+        extras, params = partition_fields(part)
         if extras.storage is not None:
             return thrift_bytes(self.view.partition(part))
         values = b"".join(map(getitem, self._values, part.values))

@@ -2,14 +2,19 @@
 (`sargable.metastore.hive`): before tables and partitions had `hive` fields of their own, a table's were in the
 property `sargable.hms.table` and a partition's in the parameter `sargable.hms.partition`. Such tables and
 partitions are still served as they were. Clients may not set parameters under the `sargable.hms.` prefix.
+
+Hive fields that don't decode (`DamagedFields`, see `sargable.metastore.hive`) refuse just their object, naming it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
-from sargable.metastore.hive import HivePartition, HiveTable, partition_from_raw, table_from_raw
+from sargable.errors import DamagedMetastoreError
+from sargable.metastore import Partition, TableDefinition
+from sargable.metastore.hive import DamagedFields, HivePartition, HiveTable, partition_from_raw, table_from_raw
 
 PREFIX = "sargable.hms."
 TABLE_KEY = PREFIX + "table"
@@ -26,16 +31,40 @@ def client_parameters(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in properties.items() if not is_reserved(k)}
 
 
-def legacy_table(properties: Mapping[str, str]) -> HiveTable | None:
-    """A table's Hive fields as an earlier server kept them in its properties, or None."""
-    raw = properties.get(TABLE_KEY)
-    return None if raw is None else table_from_raw(json.loads(raw))
+def _damaged(what: str, fields: DamagedFields) -> DamagedMetastoreError:
+    return DamagedMetastoreError(
+        f"the Hive fields of {what} don't decode ({fields.error}), as a server before sargable's checks of them "
+        "could store them: the rest of the metastore is fine; drop the object (its data files stay) and create it "
+        "again, or restore the metastore from a backup"
+    )
 
 
-def partition_fields(hive: HivePartition | None, parameters: Mapping[str, str]) -> tuple[HivePartition, dict[str, str]]:
+def _json(raw: str) -> Any:
+    """A reserved key's JSON; text that is not JSON is passed on as it is, for the decoder to keep as damaged."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def table_fields(table: TableDefinition) -> HiveTable | None:
+    """A table's Hive fields: its own, else an earlier server's reserved property, else None (a table made outside
+    the server); DamagedMetastoreError naming the table when they don't decode."""
+    hive = table.hive
+    if hive is None and TABLE_KEY in table.properties:
+        hive = table_from_raw(_json(table.properties[TABLE_KEY]))
+    if isinstance(hive, DamagedFields):
+        raise _damaged(f"table {table.qualified_name}", hive)
+    return hive
+
+
+def partition_fields(part: Partition) -> tuple[HivePartition, dict[str, str]]:
     """A partition's Hive fields (its own, else an earlier server's reserved parameter, else none) and the parameters
-    a client set."""
-    raw = parameters.get(PARTITION_KEY) if hive is None else None
+    a client set; DamagedMetastoreError naming the partition when they don't decode."""
+    hive = part.hive
     if hive is None:
-        hive = HivePartition() if raw is None else partition_from_raw(json.loads(raw))
-    return hive, client_parameters(parameters)
+        raw = part.parameters.get(PARTITION_KEY)
+        hive = HivePartition() if raw is None else partition_from_raw(_json(raw))
+    if isinstance(hive, DamagedFields):
+        raise _damaged(f"partition {part.name} of {part.table.qualified_name}", hive)
+    return hive, client_parameters(part.parameters)

@@ -16,19 +16,18 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import islice
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
-from thrift.Thrift import TException, TType
+from thrift.Thrift import TApplicationException, TException, TType
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
-from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, database_fields, table_definition
+from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
+from sargable.hms.validate import InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 
@@ -65,6 +64,7 @@ WRITE_METHODS = frozenset(
 )
 
 _PREFERENCE: list[tuple[type[BaseException], tuple[str, ...]]] = [
+    (InvalidObjectError, ("InvalidObjectException", "InvalidOperationException", "MetaException")),
     (NoSuchObjectError, ("NoSuchObjectException", "UnknownTableException", "UnknownDBException", "MetaException")),
     (AlreadyExistsError, ("AlreadyExistsException", "InvalidObjectException", "MetaException")),
     (SargableError, ("MetaException", "InvalidObjectException", "InvalidOperationException", "NoSuchObjectException")),
@@ -110,6 +110,18 @@ def _hive_error(method: str, exc: SargableError) -> Exception:
     return ttypes.MetaException(message=str(exc))
 
 
+def _as_declared(method: str, exc: TException) -> TException:
+    """A Hive exception `method` does not declare (a table not found in an alter) as one it does, with its message:
+    the server would answer an undeclared one as an internal error."""
+    declared = _declared(method)
+    if isinstance(exc, TApplicationException) or type(exc).__name__ in declared or not declared:
+        return exc
+    for name in ("MetaException", "InvalidOperationException", "InvalidObjectException", "NoSuchObjectException"):
+        if name in declared:
+            return declared[name](message=getattr(exc, "message", None) or str(exc))
+    return exc
+
+
 def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
     """Refuse writes on a read-only server and turn sargable errors into the method's declared Hive exceptions."""
     name = method.__name__
@@ -120,6 +132,8 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             self.note.error = "MetaException"
             raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
         try:
+            if name in WRITE_METHODS:
+                check_arguments(name, args)
             return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
@@ -128,8 +142,11 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             self.note.error = type(error).__name__
             raise error from None
         except TException as exc:
-            self.note.error = type(exc).__name__
-            raise
+            error = _as_declared(name, exc)
+            self.note.error = type(error).__name__
+            if error is exc:
+                raise
+            raise error from None
         except Exception:
             self.note.error = "internal error"
             raise
@@ -147,25 +164,6 @@ def _pattern(pattern: str | None) -> re.Pattern[str]:
         return re.compile(".*")
     parts = [".*".join(re.escape(p) for p in alt.strip().split("*")) for alt in pattern.split("|")]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
-
-
-def local_dir(location: str | None) -> Path | None:
-    """The local folder of a `file:` URI or absolute path (None for other file systems)."""
-    if not location:
-        return None
-    if location.startswith("/"):
-        return Path(location)
-    parsed = urlparse(location)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    return None
-
-
-def _mkdirs(location: str | None) -> None:
-    """Make a location's folder, as Hive's metastore does for databases, tables and partitions."""
-    path = local_dir(location)
-    if path is not None:
-        path.mkdir(parents=True, exist_ok=True)
 
 
 PAGE = 2048
@@ -324,12 +322,12 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def create_database(self, database: Any) -> None:
+        fields = database_fields(database)
         name = database.name
         try:
-            self.catalog.create_database(name, database.locationUri, database_fields(database))
+            self.catalog.create_database(name, database.locationUri, fields, make_folder=True)
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Database {name} already exists") from None
-        _mkdirs(self.catalog.database_location(name))
 
     @_hive_api
     def get_database(self, name: str) -> Any:
@@ -420,7 +418,7 @@ class Handler(ThriftHiveMetastore.Iface):
         definition = table_definition(tbl)
         self.note.table = _table_name(definition.database, definition.name)
         try:
-            table = self.catalog.create_table(
+            self.catalog.create_table(
                 definition.database,
                 definition.name,
                 definition.columns,
@@ -428,13 +426,12 @@ class Handler(ThriftHiveMetastore.Iface):
                 definition.location,
                 definition.properties,
                 definition.hive,
+                make_folder=definition.hive.has_location,
             )
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Table {definition.name} already exists") from None
         except NoSuchObjectError:
             raise ttypes.InvalidObjectException(message=f"database {definition.database} does not exist") from None
-        if tbl.tableType != VIRTUAL_VIEW:
-            _mkdirs(table.location)
 
     @_hive_api
     def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:
@@ -492,11 +489,9 @@ class Handler(ThriftHiveMetastore.Iface):
                 raise ttypes.MetaException(message="Partition does not belong to target table")
             new.append(view.new_partition(part, now=now))
         try:
-            added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists)
+            added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists, make_folders=True)
         except AlreadyExistsError as exc:
             raise ttypes.AlreadyExistsException(message=str(exc)) from None
-        for part in added:
-            _mkdirs(part.location)
         self.note.partitions = len(added)
         return codec, added
 
@@ -529,7 +524,7 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Encoded:
-        part = ttypes.Partition(values=list(part_vals), dbName=db_name, tableName=tbl_name)
+        part = ttypes.Partition(values=part_vals, dbName=db_name, tableName=tbl_name)
         codec, added = self._add(db_name, tbl_name, [part], if_not_exists=False)
         return self._one(codec, added[0])
 

@@ -2,9 +2,12 @@
 records, and their one codec to and from the stored JSON form.
 
 `HiveDatabase` rides in a database's record, `HiveTable` in a table's definition (`TableDefinition.hive`),
-`HivePartition` in a partition's parameters (under the one reserved key `sargable.hms.partition`, until partition
-rows get fields of their own). The decoders refuse anything but what the encoders write (ValueError saying what), so a
-damaged record is reported as damage.
+`HivePartition` in a partition's row. The field decoders refuse anything but what the encoders write (ValueError saying
+what). A table's or partition's Hive fields that don't decode (as a server before issue 26's checks could store them:
+a column without a type, a sort column without a name) are kept as `DamagedFields`, exactly as stored: only the Hive
+metastore API needs them, so the table and everything else in the metastore keep working (reads, commits, drops,
+listings of other tables), and the API refuses just that object, naming it, until it is dropped or its fields are
+written anew.
 """
 
 from __future__ import annotations
@@ -72,6 +75,15 @@ class HivePartition:
     storage: HiveStorage | None = None
 
 
+@dataclass(frozen=True)
+class DamagedFields:
+    """Stored Hive fields that don't decode, kept as they were stored (re-written unchanged with their record)."""
+
+    raw: Any
+    error: str
+    """Why they don't decode."""
+
+
 # ------------------------------------------------------------------------------------------------------ encode
 
 
@@ -101,8 +113,10 @@ def database_raw(database: HiveDatabase) -> dict[str, Any]:
     }
 
 
-def table_raw(table: HiveTable) -> dict[str, Any]:
-    """The stored (JSON-ready) form of a table's Hive fields."""
+def table_raw(table: HiveTable | DamagedFields) -> Any:
+    """The stored (JSON-ready) form of a table's Hive fields (damaged ones as they were stored)."""
+    if isinstance(table, DamagedFields):
+        return table.raw
     return {
         "table_type": table.table_type,
         "owner": table.owner,
@@ -120,8 +134,10 @@ def table_raw(table: HiveTable) -> dict[str, Any]:
     }
 
 
-def partition_raw(partition: HivePartition) -> dict[str, Any]:
-    """The stored (JSON-ready) form of a partition's Hive fields."""
+def partition_raw(partition: HivePartition | DamagedFields) -> Any:
+    """The stored (JSON-ready) form of a partition's Hive fields (damaged ones as they were stored)."""
+    if isinstance(partition, DamagedFields):
+        return partition.raw
     return {
         "create_time": partition.create_time,
         "last_access_time": partition.last_access_time,
@@ -204,8 +220,15 @@ def database_from_raw(value: Any) -> HiveDatabase:
     )
 
 
-def table_from_raw(value: Any) -> HiveTable:
-    """A table's Hive fields from their stored form (ValueError when it is not what `table_raw` writes)."""
+def table_from_raw(value: Any) -> HiveTable | DamagedFields:
+    """A table's Hive fields from their stored form (`DamagedFields` when it is not what `table_raw` writes)."""
+    try:
+        return _table(value)
+    except ValueError as exc:
+        return DamagedFields(value, str(exc))
+
+
+def _table(value: Any) -> HiveTable:
     raw = _object(value, "a table's Hive fields")
     columns = raw.get("columns", [])
     if not isinstance(columns, list) or not all(
@@ -234,12 +257,16 @@ def table_from_raw(value: Any) -> HiveTable:
     )
 
 
-def partition_from_raw(value: Any) -> HivePartition:
-    """A partition's Hive fields from their stored form (ValueError when it is not what `partition_raw` writes)."""
-    raw = _object(value, "a partition's Hive fields")
-    storage = raw.get("storage")
-    return HivePartition(
-        create_time=_int(raw, "create_time", 0),
-        last_access_time=_int(raw, "last_access_time", 0),
-        storage=None if storage is None else _storage(storage),
-    )
+def partition_from_raw(value: Any) -> HivePartition | DamagedFields:
+    """A partition's Hive fields from their stored form (`DamagedFields` when it is not what `partition_raw`
+    writes)."""
+    try:
+        raw = _object(value, "a partition's Hive fields")
+        storage = raw.get("storage")
+        return HivePartition(
+            create_time=_int(raw, "create_time", 0),
+            last_access_time=_int(raw, "last_access_time", 0),
+            storage=None if storage is None else _storage(storage),
+        )
+    except ValueError as exc:
+        return DamagedFields(value, str(exc))

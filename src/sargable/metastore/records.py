@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from sargable.metastore.hive import (
+    DamagedFields,
     HiveDatabase,
     HivePartition,
     HiveTable,
@@ -50,9 +51,9 @@ class TableDefinition:
     files_from_folders: bool = False
     """True for a table that engines fill without registering its files (one made through the Hive metastore API):
     a scan lists the folder of each selected partition (or of the unpartitioned table) that has no file registered."""
-    hive: HiveTable | None = None
+    hive: HiveTable | DamagedFields | None = None
     """The table's Hive fields (type, owner, times, storage descriptor, columns as written...; see
-    `sargable.metastore.hive`), None for a table made without them."""
+    `sargable.metastore.hive`), None for a table made without them, `DamagedFields` for ones that don't decode."""
 
     @property
     def qualified_name(self) -> str:
@@ -173,7 +174,7 @@ class Partition:
         values: tuple[Any, ...],
         location: str | None = None,
         parameters: dict | None = None,
-        hive: HivePartition | None = None,
+        hive: HivePartition | DamagedFields | None = None,
     ) -> None:
         self.table = table
         self.values = values
@@ -230,7 +231,7 @@ class Partition:
 
 
 def encode_partition_value(
-    location: str | None, parameters: dict[str, str] | None, hive: HivePartition | None = None
+    location: str | None, parameters: dict[str, str] | None, hive: HivePartition | DamagedFields | None = None
 ) -> bytes:
     """Stored value of a partition row: empty for the common case (default location, no parameters, no Hive
     fields); the Hive fields only when set."""
@@ -242,7 +243,7 @@ def encode_partition_value(
     return json.dumps(raw).encode()
 
 
-def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str], HivePartition | None]:
+def decode_partition_value(data: bytes) -> tuple[str | None, dict[str, str], HivePartition | DamagedFields | None]:
     """(location, parameters, Hive fields) of a stored partition row; ValueError when the bytes are not what was
     written."""
     if not data:

@@ -1,0 +1,120 @@
+"""Success means committed, failure means not (issue 26, row 7): the folders of new databases, tables and partitions
+are made before the commit that records them. A folder that can't be made (a file in the way, a name too long)
+fails the call with a MetaException naming the location and the OS error, and nothing is committed: a retry that can
+succeed does. A commit that fails after its folders were made removes them; only folders the call made, only empty
+ones. In process over both backends."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hms_inprocess import InProcess
+from sargable.hms.bindings import ttypes
+
+pytest.importorskip("pymetastore")
+
+
+@pytest.fixture
+def hms(metastore_url, tmp_path):
+    with InProcess(metastore_url, tmp_path / "warehouse") as hms:
+        yield hms
+
+
+def _table(db: str, name: str, location: str | None, keys=("ds",)) -> ttypes.Table:
+    sd = ttypes.StorageDescriptor(cols=[ttypes.FieldSchema("x", "int", None)], location=location)
+    return ttypes.Table(
+        dbName=db, tableName=name, sd=sd, partitionKeys=[ttypes.FieldSchema(k, "string", None) for k in keys]
+    )
+
+
+def _partition(db: str, table: str, value: str) -> ttypes.Partition:
+    return ttypes.Partition(values=[value], dbName=db, tableName=table)
+
+
+def test_a_database_at_a_file_is_refused_and_not_created(hms, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ttypes.MetaException, match=r"can't make the folder of database d at .*a-file.*File exists"):
+        hms.call("create_database", ttypes.Database(name="d", locationUri=str(blocker)))
+    with pytest.raises(ttypes.NoSuchObjectException):
+        hms.call("get_database", "d")
+    assert hms.call("get_all_databases") == []
+    assert blocker.read_text() == "not a folder"
+    hms.call("create_database", ttypes.Database(name="d", locationUri=str(tmp_path / "d.db")))  # no AlreadyExists
+    assert (tmp_path / "d.db").is_dir()
+
+
+def test_a_table_at_a_file_is_refused_and_not_created(hms, tmp_path):
+    hms.call("create_database", ttypes.Database(name="d", locationUri=str(tmp_path / "d.db")))
+    blocker = tmp_path / "d.db" / "t"
+    blocker.write_text("x")
+    with pytest.raises(ttypes.MetaException, match=r"can't make the folder of table d.t at .*File exists"):
+        hms.call("create_table", _table("d", "t", None))
+    with pytest.raises(ttypes.NoSuchObjectException):
+        hms.call("get_table", "d", "t")
+    assert hms.call("get_all_tables", "d") == []
+    below = tmp_path / "d.db" / "t" / "deeper"  # a parent that is a file
+    with pytest.raises(ttypes.MetaException, match=r"at .*deeper. \(making .*d.db/t.\): File exists"):
+        hms.call("create_table", _table("d", "t", str(below)))
+    assert hms.call("get_all_tables", "d") == []
+    hms.call("create_table", _table("d", "t", str(tmp_path / "elsewhere" / "t")))
+    assert (tmp_path / "elsewhere" / "t").is_dir()
+
+
+@pytest.mark.parametrize("obstacle", ["name too long", "file in the way"])
+def test_an_add_whose_one_folder_cant_be_made_adds_nothing(hms, tmp_path, obstacle):
+    hms.call("create_database", ttypes.Database(name="d", locationUri=str(tmp_path / "d.db")))
+    hms.call("create_table", _table("d", "t", None))
+    table_dir = tmp_path / "d.db" / "t"
+    theirs = table_dir / "ds=theirs"  # a folder that was there before: never removed
+    theirs.mkdir()
+    if obstacle == "name too long":
+        bad, reason = "v" * 300, "File name too long"
+    else:
+        (table_dir / "ds=blocked").write_text("x")
+        bad, reason = "blocked", "File exists"
+    parts = [_partition("d", "t", "a"), _partition("d", "t", "theirs"), _partition("d", "t", bad)]
+    with pytest.raises(ttypes.MetaException, match=f"can't make the folder of partition ds={bad[:20]}.*{reason}"):
+        hms.call("add_partitions", parts)
+    assert hms.call("get_partition_names", "d", "t", -1) == []
+    assert not (table_dir / "ds=a").exists()  # made for the failed add, then removed
+    assert theirs.is_dir()
+    assert hms.call("add_partitions", parts[:2]) == 2  # the retry without the bad one: no AlreadyExists
+    assert hms.call("get_partition_names", "d", "t", -1) == ["ds=a", "ds=theirs"]
+
+
+def test_folders_of_a_commit_that_fails_are_removed_only_while_empty(hms, tmp_path, monkeypatch):
+    hms.call("create_database", ttypes.Database(name="d", locationUri=str(tmp_path / "d.db")))
+    hms.call("create_table", _table("d", "t", None))
+    table_dir = tmp_path / "d.db" / "t"
+    made = []
+    catalog = hms.pool.lease()
+    hms.pool.give_back(catalog)
+    store = catalog.metastore.store
+    real = store.transaction
+
+    def failing_commit(*args, **kwargs):
+        inner = real(*args, **kwargs)
+
+        class Failing:
+            def __enter__(self):
+                return inner.__enter__()
+
+            def __exit__(self, kind, exc, tb):
+                inner.__exit__(kind, exc, tb)
+                if kind is None and not store.in_transaction:
+                    made.extend(sorted(p.name for p in table_dir.iterdir()))
+                    (table_dir / "ds=b" / "written-meanwhile").write_text("x")
+                    raise OSError("the commit failed")
+                return False
+
+        return Failing()
+
+    monkeypatch.setattr(store, "transaction", failing_commit)
+    with pytest.raises(OSError, match="the commit failed"):
+        hms.call("add_partitions", [_partition("d", "t", "a"), _partition("d", "t", "b")])
+    monkeypatch.undo()
+    assert made == ["ds=a", "ds=b"]  # made before the commit
+    assert sorted(os.listdir(table_dir)) == ["ds=b"]  # the empty one removed, the one written into kept
