@@ -164,6 +164,13 @@ def _explain_filter(text: str, schema: str | None, dialect: str) -> dict[str, An
     return out
 
 
+def _every(scan: Scan) -> str:
+    """How a scan that lists no partitions finds its files."""
+    if not scan.table.partition_key_names:
+        return "every file (no partition keys)"
+    return "every partition (no partition filter)"
+
+
 def _scan_explained(scan: Scan) -> dict[str, Any]:
     """What `explain DB.TABLE FILTER` shows of a scan: its parts, how the partitions were found, what it read."""
     report, search = scan.report, scan.partition_search
@@ -171,7 +178,7 @@ def _scan_explained(scan: Scan) -> dict[str, Any]:
         "table": report.table,
         "filter": report.filter,
         "partition_filter": report.partition_filter,
-        "access_path": report.access or "every partition (no partition filter)",
+        "access_path": report.access or _every(scan),
         "plan": None if search is None else search.plan,
         "candidates": None if search is None else search.candidates,
         "keys_examined": None if search is None else search.keys_examined,

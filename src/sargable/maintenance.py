@@ -114,6 +114,10 @@ def plan_optimize(
         handle = ms.table(table)
         columns = cluster_columns(handle.definition, cluster_by)
         keys = handle.partition_key_names
+        if not keys and where is not None:
+            raise OptimizeError(
+                f"{handle.qualified_name} has no partition keys: optimize rewrites it whole, with no where filter"
+            )
         partitions = handle.partitions(where) if keys else []
         files = handle.files(partitions if where is not None else None, stats=())
     layout = layout_tag(curve, columns) if columns else COMPACTED

@@ -362,15 +362,15 @@ def _unregistered_files(
 ) -> tuple[list[FileStats], int]:
     """For a table engines fill without registering files (`files_from_folders`): the files of each selected
     partition (all when None) that has no registered file, listed from its folder; and how many folders that was.
-    An unpartitioned table (which registers no files) is its location's files."""
-    if not table.files_from_folders:
+    An unpartitioned table with no registered file is its location's files."""
+    if not table.files_from_folders or partitions == []:
         return [], 0
     from sargable.folders import folder_files  # pyarrow.fs: loaded for such tables only, not on `import sargable`
 
     names = table.partition_key_names
     owner = f"table {table.qualified_name}"
     if not names:
-        return folder_files(table.location, {}, table.columns, owner=owner), 1
+        return ([], 0) if registered else (folder_files(table.location, {}, table.columns, owner=owner), 1)
     have = {tuple(f.partition[n] for n in names) for f in registered if f.partition is not None}
     selected = table.partitions() if partitions is None else partitions
     bare = [p for p in selected if tuple(p.values) not in have]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import TableDefinition
@@ -49,6 +50,11 @@ class FilterPlans:
 
 def plan_candidates(table: TableDefinition, bound: BoundFilter) -> FilterPlans:
     """Plan `bound` over the primary key order and, unless the primary plan is exact, over each secondary index."""
+    if not table.partition_keys:
+        raise MetastoreError(
+            f"table {table.qualified_name} has no partition keys, so no partitions for a partition filter to select; "
+            "a scan (Table.scan, `sargable explain`) skips its files by their statistics"
+        )
     primary = plan_key_ranges(bound, list(table.partition_keys))
     if not table.indexes or (not primary.is_full_scan and not primary.has_key_filter):
         return FilterPlans(bound, primary)

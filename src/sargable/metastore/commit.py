@@ -4,6 +4,10 @@
 `apply` runs inside the transaction, the table's row locked, and returns a `CommitResult`. Removing a file the table
 no longer lists is a `CommitConflictError` (another commit removed it: the optimistic check of a rewrite, which
 reads files and then replaces exactly those), and every removed file gets a tombstone (`tombstones`).
+
+A table without partition keys commits the same way: its files belong to no partition (their key is the table
+prefix and the path, `files.file_key` of the empty tuple), no partition row is written, and replacing its one
+implicit partition (`replace_partitions=[{}]`) drops all its files.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def prepare(
     """Validate and encode a commit's partitions and files against the table's definition; file paths are stored in
     their canonical form (`files.file_path`)."""
     new_partitions = [partitions.partition_values(table, spec) for spec in add_partitions]
-    replaced = [partitions.partition_values(table, spec) for spec in replace_partitions]
+    replaced = [partitions.file_partition_values(table, spec) for spec in replace_partitions]
     added = []
     base = files.file_base(table)
     for file in add_files:
@@ -64,7 +68,7 @@ def prepare(
         path = files.file_path(file.path, table, base)
         if path != file.path:
             file = dataclasses.replace(file, path=path)
-        values = partitions.partition_values(table, file.partition if file.partition is not None else {})
+        values = partitions.file_partition_values(table, file.partition if file.partition is not None else {})
         added.append((values, file, encode_file(file, table)))
     removed = []
     for path in remove_files:
@@ -93,13 +97,15 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
         dropped = totals.plus(dropped, TableStats(0, 1, size, rows))
         store.delete(FILES, file_key)
         store.delete(FILE_PATHS, path_key)
-    partitions_added = partitions.insert(
-        store,
-        table,
-        [*change.new_partitions, *change.replaced, *(v for v, _, _ in change.added)],
-        None,
-        if_not_exists=True,
-    )
+    partitions_added = 0
+    if table.partition_keys:
+        partitions_added = partitions.insert(
+            store,
+            table,
+            [*change.new_partitions, *change.replaced, *(v for v, _, _ in change.added)],
+            None,
+            if_not_exists=True,
+        )
     path_keys = [files.path_key(table, f.path) for _, f, _ in change.added]
     if len(set(path_keys)) != len(path_keys):
         raise AlreadyExistsError("the same file path is given twice in one commit")

@@ -2,7 +2,9 @@
 
 A partition row's key is the table prefix plus the order-preserving encoding of its values (seed 000); its value is
 empty for the common case (default location, no parameters). Listings run a chosen access path (`access`): the
-primary key order or a secondary index, and come back in primary key order either way.
+primary key order or a secondary index, and come back in primary key order either way. A table without partition
+keys has no partition rows (as in Hive): its listings are empty, and its files belong to no partition
+(`file_partition_values`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,18 @@ def partition_values(table: TableDefinition, spec: Any) -> tuple[Any, ...]:
                 "which no folder name can hold"
             )
     return tuple(values)
+
+
+def file_partition_values(table: TableDefinition, spec: Any) -> tuple[Any, ...]:
+    """The values of the partition a file (or a replaced partition) belongs to, as `partition_values`; for a table
+    without partition keys the empty tuple, given as None, an empty dict, list or tuple or an empty name."""
+    if table.partition_keys:
+        return partition_values(table, spec)
+    if spec is None or (isinstance(spec, (Mapping, Sequence)) and len(spec) == 0):
+        return ()
+    raise MetastoreError(
+        f"table {table.qualified_name} has no partition keys: its files belong to no partition, got {spec!r}"
+    )
 
 
 def encode_key(table: TableDefinition, values: tuple[Any, ...], layout: TableLayout | None = None) -> bytes:
@@ -400,7 +414,8 @@ def _primary_page(table: TableDefinition, layout: TableLayout, rows: list[tuple[
 def pages_all(store: Store, table: TableDefinition) -> Iterator[Page]:
     """Every partition of the table, in key order, a store page at a time."""
     layout = layout_of(table)
-    assert layout.codec is not None
+    if layout.codec is None:
+        return
     for block in store.scan_blocks(PARTITIONS, *key_range(layout.prefix), uniform=b""):
         stored = block.value_list() if block.values else None
         yield Page.of_block(table, block, stored, layout.codec, layout.size)
@@ -429,8 +444,11 @@ def run(store: Store, table: TableDefinition, path: AccessPath) -> Iterator[Part
 
 
 def run_pages(store: Store, table: TableDefinition, path: AccessPath) -> Iterator[Page]:
-    """The partitions an access path selects, in primary key order, a page at a time."""
+    """The partitions an access path selects, in primary key order, a page at a time (none of a table without
+    partition keys)."""
     layout = layout_of(table)
+    if layout.codec is None:
+        return
     scans = path.plan.scans
     if path.index is None and len(scans) == 1 and scans[0].is_get and scans[0].key_filter is None:
         yield from _get_one(store, table, layout, scans[0].start.values, path)  # type: ignore[union-attr]

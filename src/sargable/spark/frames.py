@@ -5,7 +5,8 @@ metastore, not inferred); the residual is applied with `DataFrame.where`, so `df
 plan. Spark checks and stats every path it is handed, and past its parallel-discovery threshold
 (`spark.sql.sources.parallelPartitionDiscovery.threshold`) would start a listing job with a task per path: up to
 the threshold the files go to Spark as paths (`explain()` lists them); above it through a `_spark_metadata`
-manifest (`sargable.spark.manifest`), which Spark reads with no listing and no per-file call. A scan that is
+manifest (`sargable.spark.manifest`), which Spark reads with no listing and no per-file call (a table without
+partition keys with `recursiveFileLookup`, `UNPARTITIONED_OPTION`). A scan that is
 exactly some partitions of a single-key table reads the table's base relation instead, pruned by Spark
 (`sargable.spark.relations`). The session's configuration is never changed.
 The returned DataFrame carries its scan in the attribute `sargable_scan` (`sgs.scan_report` reads it).
@@ -29,6 +30,10 @@ from sargable.stats import FileStats
 SCAN_ATTRIBUTE = "sargable_scan"
 """The attribute of a DataFrame returned by `read` or `join` that holds its `Scan`."""
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+UNPARTITIONED_OPTION = ("recursiveFileLookup", "true")
+"""The reader option for a table without partition keys: no partition discovery, so Spark reads every file given
+(through a manifest it would keep only the files directly under the manifest's root, none of the table's) and
+takes no folder name below the location (`x=1/`) for a partition column."""
 
 
 def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
@@ -40,11 +45,13 @@ def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
     struct = table_struct(table)
     if not files:
         return spark.createDataFrame([], struct)
+    reader = spark.read.schema(struct)
+    if not table.partition_key_names:
+        reader = reader.option(*UNPARTITIONED_OPTION)
     if is_connect(spark) or len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
-        location = canonical_location(table.location)
-        return spark.read.schema(struct).option("basePath", location).parquet(*[f.path for f in files])
+        return reader.option("basePath", canonical_location(table.location)).parquet(*[f.path for f in files])
     with manifest(files) as uri:
-        return spark.read.schema(struct).parquet(uri)
+        return reader.parquet(uri)
 
 
 def dataframe(spark: Any, scan: Scan, spark_filters: Sequence[Any] = ()) -> Any:

@@ -3,6 +3,9 @@
 Spark reads a directory with such a log (the format of its streaming file sink) through `MetadataLogFileIndex`: the
 files come from the log, with no listing and no per-file existence check, and the partition columns from their
 folder names. The index reads the log when the DataFrame is created, so the directory can go right after.
+With no partition columns, Spark's index keeps only the logged files directly under the directory (none of a
+table's), unless the read sets `recursiveFileLookup` (`sargable.spark.frames.UNPARTITIONED_OPTION`): a table
+without partition keys is read so.
 """
 
 from __future__ import annotations

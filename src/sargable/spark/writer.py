@@ -93,9 +93,9 @@ def _fields_by_name(df: Any) -> dict[str, Any]:
     return fields
 
 
-def _check_partition_by(partition_by: Any, fields: dict[str, Any]) -> list[str]:
+def _check_partition_by(partition_by: Any, fields: dict[str, Any]) -> list[str] | None:
     if partition_by is None:
-        return []
+        return None
     if isinstance(partition_by, str):
         partition_by = [partition_by]
     if not isinstance(partition_by, (list, tuple)) or not all(isinstance(c, str) for c in partition_by):
@@ -108,15 +108,17 @@ def _check_partition_by(partition_by: Any, fields: dict[str, Any]) -> list[str]:
     return [fields[c.lower()].name for c in partition_by]
 
 
-def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list[str]) -> TableDefinition:
-    """The existing table (checking the partition keys), or a new one with the DataFrame's schema."""
+def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list[str] | None) -> TableDefinition:
+    """The existing table (checking the partition keys), or a new one with the DataFrame's schema (without partition
+    keys for `partition_by=[]`)."""
     fields = _fields_by_name(df)
     try:
         table = ms.get_table(db, name)
     except NoSuchObjectError:
-        if not partition_by:
+        if partition_by is None:
             raise SargableError(
-                f"table {db}.{name} does not exist: give partition_by=[...] to create it from the DataFrame"
+                f"table {db}.{name} does not exist: give partition_by=[...] to create it from the DataFrame "
+                "(partition_by=[] for a table without partition keys)"
             ) from None
         keys = {c.lower() for c in partition_by}
         columns = [(f.name, hive_type(f.dataType, f.name)) for f in df.schema.fields if f.name.lower() not in keys]
@@ -127,7 +129,7 @@ def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list
         properties = {NTZ_PROPERTY: ",".join(ntz)} if ntz else None
         ms.create_database(db, if_not_exists=True)
         return ms.create_table(db, name, columns, pkeys, properties=properties, if_not_exists=True)
-    if partition_by and [c.lower() for c in partition_by] != [k.lower() for k in table.partition_key_names]:
+    if partition_by is not None and [c.lower() for c in partition_by] != [k.lower() for k in table.partition_key_names]:
         raise SargableError(
             f"table {table.qualified_name} is partitioned by {table.partition_key_names}, not {partition_by}"
         )
@@ -401,8 +403,9 @@ def write(
 ) -> WriteResult:
     """Write a DataFrame into a sargable table: Spark Parquet files + one atomic metastore commit.
 
-    `mode="overwrite"` replaces exactly the partitions present in `df`. Creates the table (from the DataFrame's
-    schema, partitioned by `partition_by`) when it doesn't exist. Everything that can fail is checked before the
+    `mode="overwrite"` replaces exactly the partitions present in `df` (all the files of a table without partition
+    keys). Creates the table (from the DataFrame's schema, partitioned by `partition_by`; `[]`: no partition keys)
+    when it doesn't exist. Everything that can fail is checked before the
     commit; after it, the staging folder is removed and replaced files whose retention has passed are deleted
     through `sargable.deletion`; what could not be is reported in `WriteResult.cleanup_failures` (the write itself
     has succeeded then).
@@ -417,7 +420,7 @@ def write(
     console = Console(stderr=True) if progress else None
     with opened(metastore) as ms:
         ensure_registered(df.sparkSession, ms)
-        _check_visible(partition_by, f"{db}.{name}")
+        _check_visible(partition_by or [], f"{db}.{name}")
         tbl = _ensure_table(ms, db, name, df, partition_by)
         _check_visible(tbl.partition_key_names, tbl.qualified_name)
         try:
@@ -429,7 +432,7 @@ def write(
         phases: dict[str, float] = {}
         try:
             files = stage(df, tbl, deleter, staging, moved, console, phases=phases)
-            specs = list({tuple(f.partition.items()): f.partition for f in files if f.partition is not None}.values())
+            specs = list({tuple(f.partition.items()): f.partition for f in files if f.partition}.values())
             with (
                 _timed(phases, "commit"),
                 _status(console, f"committing {len(files)} files in {len(specs)} partitions to {tbl.qualified_name}"),
@@ -462,16 +465,17 @@ def _commit(
     ms: Metastore, table: TableDefinition, files: list[FileStats], specs: list[dict[str, Any]], mode: str
 ) -> tuple[int, list[str]]:
     """Commit the files; returns the new version and the paths an overwrite replaced (removed by the commit, with
-    tombstones: deleted once the table's retention has passed). An overwrite lists the partitions' files and
-    removes exactly those, failing if any other commit came in between (`expected_version`)."""
+    tombstones: deleted once the table's retention has passed). An overwrite lists the partitions' files (all the
+    files of a table without partition keys) and removes exactly those, failing if any other commit came in between
+    (`expected_version`)."""
     db, name = table.database, table.name
     if mode == "append":
         if not files:
             return ms.get_table(db, name).version, []
         return ms.commit(db, name, add_files=files).version, []
     current = ms.get_table(db, name)
-    replace = specs if current.partition_keys else []
-    old = [f.path for f in ms.list_files(db, name, [Partition(current, tuple(s.values())) for s in replace])]
+    replace = [Partition(current, tuple(s.values())) for s in specs] if current.partition_keys else None
+    old = [f.path for f in ms.list_files(db, name, replace)]
     if not files and not old:
         return current.version, []
     result = ms.commit(db, name, add_files=files, remove_files=old, expected_version=current.version)
