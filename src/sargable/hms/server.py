@@ -443,7 +443,7 @@ class HmsServer:
         args.read(iprot)
         iprot.readMessageEnd()
         self._busy(client, method)
-        where = invalid_utf8(args, request())
+        where = invalid_utf8(args, request)
         if where is not None:
             error = _refusal(result_type, where)
             self.handler.note.error = type(error).__name__
