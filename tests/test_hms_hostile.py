@@ -12,6 +12,7 @@ import ssl
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TMemoryBuffer, TTransportException
 
 from sargable.hms.logs import LINE_CHARS
+from sargable.hms.transport import ClientStalled, Reply, ReplyBudget
 
 MARK = "@@MARK@@"
 
@@ -144,6 +146,59 @@ def test_clients_that_never_read_their_listing_hold_no_catalog(tmp_path):
         finally:
             for _, sock in readers:
                 sock.close()
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    """A connected pair with small buffers: the server's end (timeout 30 s) and a client's end."""
+    server_end, client_end = socket.socketpair()
+    server_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    client_end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    server_end.settimeout(30)
+    return server_end, client_end
+
+
+def _read_all(sock: socket.socket, size: int, into: bytearray) -> threading.Thread:
+    def run() -> None:
+        while len(into) < size:
+            data = sock.recv(1 << 16)
+            if not data:
+                return
+            into.extend(data)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_streamed_reply_waits_in_memory_for_a_client_that_does_not_read():
+    """Within the budget, streaming never waits for the client (the call gives its snapshot back); the reply then
+    arrives whole once the client reads, and the budget is given back."""
+    server_end, client_end = _pair()
+    with server_end, client_end:
+        budget = ReplyBudget(64 << 20)
+        reply = Reply(server_end, False, budget, hold_timeout=30)
+        chunks = [bytes([i]) * Reply.FLUSH for i in range(64)]  # 16 MB, nothing read yet
+        for chunk in chunks:
+            reply.write(chunk, stream=True)
+        assert 0 < budget.used <= 16 << 20
+        received = bytearray()
+        reader = _read_all(client_end, 16 << 20, received)
+        reply.flush()
+        reader.join(30)
+        assert received == b"".join(chunks) and budget.used == 0
+
+
+def test_a_streamed_reply_over_the_budget_ends_when_its_client_takes_nothing():
+    server_end, client_end = _pair()
+    with server_end, client_end:
+        budget = ReplyBudget(1 << 20)
+        reply = Reply(server_end, False, budget, hold_timeout=0.2)
+        with pytest.raises(ClientStalled, match="took too little of its reply"):
+            for _ in range(64):
+                reply.write(b"x" * Reply.FLUSH, stream=True)
+        assert budget.used <= budget.limit
+        reply.release()
+        assert budget.used == 0
 
 
 # ------------------------------------------------------------------------------- row 10: the log
