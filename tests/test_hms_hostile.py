@@ -5,7 +5,6 @@ is pymetastore's generated client on the plain Thrift runtime or raw bytes on a 
 
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import ssl
@@ -21,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hms_server import SargableServe, thrift_client
+from hms_server import SargableServe, self_signed_certificate, thrift_client
 
 pytest.importorskip("pymetastore")
 from pymetastore.hive_metastore import ThriftHiveMetastore, ttypes
@@ -323,20 +322,6 @@ def test_sigint_says_what_it_waits_for_and_a_second_one_stops_at_once(tmp_path):
 # ------------------------------------------------------------------------- TLS and the allow-list
 
 
-def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key, made by the openssl command."""
-    if shutil.which("openssl") is None:
-        pytest.skip("no openssl command")
-    cert, key = folder / f"{name}.pem", folder / f"{name}-key.pem"
-    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name}"]
-    subprocess.run(
-        [*command, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
-
-
 def _tls_client(port: int, ca: Path, cert: tuple[Path, Path] | None = None, *, framed: bool = False):
     context = ssl.create_default_context(cafile=str(ca))
     if cert is not None:
@@ -346,7 +331,7 @@ def _tls_client(port: int, ca: Path, cert: tuple[Path, Path] | None = None, *, f
 
 
 def test_tls_serves_tls_clients_and_closes_plain_ones(tmp_path):
-    cert, key = _certificate(tmp_path, "server")
+    cert, key = self_signed_certificate(tmp_path, "server")
     args = ["--tls-cert", str(cert), "--tls-key", str(key)]
     with SargableServe(tmp_path, f"sqlite:///{tmp_path / 'meta.db'}", args=args) as serve:
         client, sock = _tls_client(serve.port, cert)
@@ -365,8 +350,8 @@ def test_tls_serves_tls_clients_and_closes_plain_ones(tmp_path):
 
 
 def test_mutual_tls_serves_only_clients_with_a_certificate_of_the_ca(tmp_path):
-    cert, key = _certificate(tmp_path, "server")
-    client_cert = _certificate(tmp_path, "client")
+    cert, key = self_signed_certificate(tmp_path, "server")
+    client_cert = self_signed_certificate(tmp_path, "client")
     args = ["--tls-cert", str(cert), "--tls-key", str(key), "--tls-client-ca", str(client_cert[0])]
     with SargableServe(tmp_path, f"sqlite:///{tmp_path / 'meta.db'}", args=args) as serve:
         client, sock = _tls_client(serve.port, cert, client_cert)

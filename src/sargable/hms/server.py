@@ -231,9 +231,10 @@ class HmsServer:
         log.info("stopped")
 
     def _in_flight(self) -> str:
-        """The calls in flight, for a log line: `2 calls in flight (get_partitions x2)`."""
-        with self._lock:
-            methods = [client.method or "?" for client in self._clients if client.idle_since is None]
+        """The calls in flight, for a log line: `2 calls in flight (get_partitions x2)`. Takes no lock (it runs in a
+        signal handler too, which may interrupt the main thread holding one): a copy of the set is atomic."""
+        clients = self._clients.copy()
+        methods = [client.method or "?" for client in clients if client.idle_since is None]
         if not methods:
             return "no calls in flight"
         counts = {m: methods.count(m) for m in sorted(set(methods))}
@@ -310,8 +311,11 @@ class HmsServer:
         return None
 
     def _handshake(self, client: _Client) -> socket.socket | None:
-        """The connection's TLS socket after its handshake; None when the handshake fails (logged, throttled)."""
+        """The connection's TLS socket after its handshake; None when the handshake fails (logged, throttled) or the
+        client closed before sending anything (as a port probe does: not logged)."""
         assert self.tls is not None
+        if not client.sock.recv(1, socket.MSG_PEEK):
+            return None
         with self._lock:
             client.sock = self.tls.wrap_socket(client.sock, server_side=True, do_handshake_on_connect=False)
         try:
