@@ -473,7 +473,8 @@ class HmsServer:
             reply.write(self._message(method, TMessageType.REPLY, seqid, result))
             return
         encoded: Encoded = value
-        reply.write(message_header(method, TMessageType.REPLY, seqid) + field(encoded.ttype, 0) + encoded.head)
+        reply.write(message_header(method, TMessageType.REPLY, seqid) + field(encoded.ttype, 0))
+        reply.write(encoded.head)
         if encoded.rest is not None:
             try:
                 for chunk in encoded.rest:

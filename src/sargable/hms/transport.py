@@ -145,28 +145,28 @@ class Reply:
         self.charged = 0
 
     def write(self, data: bytes, *, stream: bool = False) -> None:
-        if self.framed:
-            self.parts.append(data)
+        if self.framed or not (stream or self.pending):
+            self.parts.append(data)  # kept as given: a cached reply's bytes are shared, not copied
             self.size += len(data)
             return
+        if self.parts:
+            self.pending += b"".join(self.parts)
+            self.parts, self.size = [], 0
         self.pending += data
-        if stream and len(self.pending) >= self.FLUSH:
+        if len(self.pending) >= self.FLUSH:
             self._push()
 
     def flush(self) -> None:
         """Send the rest (each megabyte within the socket's timeout), then give back what the budget lent."""
         try:
-            if self.framed:
-                if self.parts:
-                    self.sock.sendall(struct.pack("!i", self.size) + self.parts[0])
-                    for part in self.parts[1:]:
-                        self.sock.sendall(part)
-                self.parts, self.size = [], 0
-            else:
-                with memoryview(self.pending) as view:
+            if self.framed and self.parts:
+                self.sock.sendall(struct.pack("!i", self.size))
+            for data in (self.pending, *self.parts):
+                with memoryview(data) as view:
                     for start in range(0, len(view), self.CHUNK):
                         self.sock.sendall(view[start : start + self.CHUNK])
-                self.pending.clear()
+            self.pending.clear()
+            self.parts, self.size = [], 0
         finally:
             self.release()
 
