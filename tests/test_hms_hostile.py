@@ -28,7 +28,7 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocol, TBinaryProtocolAcce
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TMemoryBuffer, TTransportException
 
-from sargable.hms.logs import LINE_CHARS
+from sargable.hms.logs import LINE_CHARS, clip
 from sargable.hms.transport import ClientStalled, Reply, ReplyBudget
 
 MARK = "@@MARK@@"
@@ -82,6 +82,7 @@ def server(tmp_path_factory):
 def test_idle_connections_beyond_the_limit_close_the_longest_idle_not_the_new_one(tmp_path):
     with SargableServe(tmp_path, f"sqlite:///{tmp_path / 'meta.db'}", args=["--max-connections", "4"]) as serve:
         idle = [socket.create_connection(("127.0.0.1", serve.port), timeout=30) for _ in range(4)]
+        idle[0].sendall(b"\x80\x01\x00\x01\x00")  # part of a request, then nothing: not in a call either
         try:
             with thrift_client(serve.port) as first:
                 first.create_database(ttypes.Database(name="e", locationUri=f"file:{tmp_path}/e.db"))
@@ -221,6 +222,19 @@ def test_a_huge_filter_or_name_logs_one_bounded_line(server):
     assert len(text) < 4 * (LINE_CHARS + 200)
     assert not any(line.startswith("2026-01-01") for line in lines)
     assert any("get_table table=h.x\\x0a2026" in line for line in lines)
+
+
+@given(text=st.text(alphabet=st.characters(codec="utf-8"), max_size=600), limit=st.integers(1, 300))
+def test_clip_bounds_and_escapes_any_text(text, limit):
+    """Oracle: the text itself. No control character survives, the length is bounded by the limit (not the text),
+    a cut says the text's length, and a short printable text is unchanged."""
+    for quote in (False, True):
+        shown = clip(text, limit, quote=quote)
+        assert not any(ch < " " or "\x7f" <= ch <= "\x9f" or ch in "\u2028\u2029" for ch in shown)
+        assert len(shown) <= 10 * limit + 40
+        assert len(text) <= limit or shown.endswith(f"...({len(text):,} chars)")
+    if len(text) <= limit and text.isprintable():
+        assert clip(text, limit) == text
 
 
 # -------------------------------------------------------------------------- row 11: invalid UTF-8
