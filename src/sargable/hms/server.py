@@ -77,6 +77,8 @@ class ServerConfig:
     """Bytes of streamed replies kept in memory for clients that read slower than the metastore lists, over all
     connections; beyond it a listing waits for its client, holding its snapshot at most `hold_timeout`."""
     hold_timeout: float = 10.0
+    """How long a listing beyond `reply_buffer_bytes` waits for its client to take what is over (its connection
+    then ends)."""
     drain_timeout: float = 60.0
     """On stop, how long calls in flight may take to finish."""
     cache_bytes: int = 256 * 1024 * 1024
