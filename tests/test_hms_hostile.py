@@ -333,6 +333,20 @@ def test_sigint_says_what_it_waits_for_and_a_second_one_stops_at_once(tmp_path):
         serve.stop()
 
 
+def test_a_stop_does_not_wait_for_connections_between_calls(tmp_path):
+    """SIGTERM with one connection part-way through a request and one idle: both are closed at once and the server
+    exits 0 (it used to wait for the half request's read timeout, past the drain)."""
+    serve = SargableServe(tmp_path, f"sqlite:///{tmp_path / 'meta.db'}").start()
+    with socket.create_connection(("127.0.0.1", serve.port)) as half, socket.create_connection(
+        ("127.0.0.1", serve.port)
+    ) as idle:
+        half.sendall(b"\x80\x01\x00\x01\x00\x00\x00\x09get_ta")
+        with thrift_client(serve.port) as client:
+            assert client.get_all_databases() == []
+        assert serve.stop() == 0
+        assert idle.recv(1) == b"" and half.recv(1) == b""
+
+
 # ------------------------------------------------------------------------- TLS and the allow-list
 
 

@@ -224,6 +224,9 @@ class HmsServer:
             self._in_flight(),
             again,
         )
+        with self._lock:  # connections between calls (or part-way through a request) end now
+            for client in [client for client in self._clients if client.idle_since is not None]:
+                self._evict(client, log_it=False)
         deadline = time.monotonic() + self.config.drain_timeout
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -264,12 +267,13 @@ class HmsServer:
             self._threads.add(thread)
         thread.start()
 
-    def _evict(self, client: _Client) -> None:
-        """Close an idle connection to make room (under the lock): its thread wakes up to an ended connection."""
-        idle = time.monotonic() - (client.idle_since or 0.0)
-        self._throttle.warn(
-            log, "evict", "closed %s, idle %.0f s: %d connections open", client.name, idle, len(self._clients)
-        )
+    def _evict(self, client: _Client, *, log_it: bool = True) -> None:
+        """Close a connection between calls (under the lock): its thread wakes up to an ended connection."""
+        if log_it:
+            idle = time.monotonic() - (client.idle_since or 0.0)
+            self._throttle.warn(
+                log, "evict", "closed %s, idle %.0f s: %d connections open", client.name, idle, len(self._clients)
+            )
         client.evicted = True
         self._clients.discard(client)
         with contextlib.suppress(OSError):  # already closed by its client
