@@ -3,6 +3,7 @@ the Hive metastore API built from the bindings package alone (no sargable code o
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -77,6 +78,23 @@ class SargableServe:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def self_signed_certificate(folder: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM files in `folder`), made by the openssl command
+    (the test is skipped without it)."""
+    import pytest
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command")
+    cert, key = folder / f"{name}.pem", folder / f"{name}-key.pem"
+    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name}"]
+    subprocess.run(
+        [*command, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
 
 
 def peak_rss_mb(pid: int) -> float:

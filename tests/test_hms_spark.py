@@ -9,6 +9,8 @@ through the server (no file list in the metastore) are read with `sgs.read` afte
 from __future__ import annotations
 
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -16,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hms_server import SargableServe
+from hms_server import SargableServe, self_signed_certificate
 from hms_spark import run_sql
 from metastore_fixtures import fresh_url
 from sargable.metastore import Metastore
@@ -323,3 +325,37 @@ def test_tables_spark_sql_filled_through_the_server_are_read_by_sgs_read(spark_r
 
 def test_the_docs_snippet_ran_on_the_documented_server_command(spark_run):
     assert _rows(spark_run["results"][DOC_CHECK]) == [[1, "2024-01-02", 3], [2, "2024-01-02", 4], [3, "2024-01-03", 1]]
+
+
+def test_spark_sql_over_tls_with_hives_ssl_settings(tmp_path):
+    """Unmodified Spark SQL with Hive's client settings `hive.metastore.use.SSL` and a JKS truststore (made by
+    keytool from the server's certificate) against `sargable serve --tls-cert --tls-key`: DDL, an insert, a pruned
+    read, all through the TLS listener."""
+    if shutil.which("keytool") is None:
+        pytest.skip("no keytool command")
+    cert, key = self_signed_certificate(tmp_path, "server")
+    truststore = tmp_path / "truststore.jks"
+    command = ["keytool", "-importcert", "-noprompt", "-alias", "sargable", "-file", str(cert)]
+    subprocess.run(
+        [*command, "-keystore", str(truststore), "-storepass", "changeit"],
+        check=True,
+        capture_output=True,
+    )
+    conf = {
+        "spark.hadoop.hive.metastore.use.SSL": "true",
+        "spark.hadoop.hive.metastore.truststore.path": str(truststore),
+        "spark.hadoop.hive.metastore.truststore.password": "changeit",
+    }
+    statements = [
+        "CREATE DATABASE tls",
+        "CREATE TABLE tls.t (x INT) PARTITIONED BY (ds STRING) STORED AS PARQUET",
+        "INSERT INTO tls.t PARTITION (ds) VALUES (1, 'a'), (2, 'b')",
+        "SELECT x, ds FROM tls.t WHERE ds = 'b'",
+    ]
+    args = ["--tls-cert", str(cert), "--tls-key", str(key)]
+    with SargableServe(tmp_path, f"sqlite:///{tmp_path / 'meta.db'}", args=args) as serve:
+        ran = run_sql(serve.uri, tmp_path / "spark-warehouse", statements, conf=conf)
+        calls = serve.calls()
+    assert _rows(ran[-1]) == [[2, "b"]]
+    assert any(line.startswith("get_partitions_by_filter table=tls.t") for line in calls)
+    assert "TLS handshake failed" not in serve.log.read_text()

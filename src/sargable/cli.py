@@ -719,7 +719,12 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
         port=args.port,
         read_only=args.read_only,
         workers=args.workers,
+        max_connections=args.max_connections,
         cache_bytes=int(args.cache_mb * 2**20),
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
+        allow=tuple(args.allow or ()),
     )
     serve(args.metastore, config, warehouse=args.warehouse, create=args.create)
 
@@ -831,6 +836,26 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=256,
         help="encoded replies kept, keyed by table version (default 256; 0: none)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=512,
+        help="client connections at most; beyond, the one idle longest is closed (default 512)",
+    )
+    serve.add_argument("--tls-cert", default=None, metavar="FILE", help="PEM certificate (chain): serve over TLS")
+    serve.add_argument("--tls-key", default=None, metavar="FILE", help="PEM private key (default: in --tls-cert)")
+    serve.add_argument(
+        "--tls-client-ca",
+        default=None,
+        metavar="FILE",
+        help="PEM CA certificates: serve only clients with a certificate they signed (mutual TLS)",
+    )
+    serve.add_argument(
+        "--allow",
+        action="append",
+        metavar="CIDR,...",
+        help="client addresses or networks served (repeatable); others are closed before anything is read",
     )
     serve.set_defaults(func=cmd_serve)
 

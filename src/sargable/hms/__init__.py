@@ -8,6 +8,7 @@ import logging
 import os
 
 from sargable.hms.catalog import Catalog
+from sargable.hms.logs import BoundedLines
 from sargable.hms.server import HmsServer, ServerConfig
 from sargable.metastore import Metastore
 
@@ -35,6 +36,8 @@ def serve(
     `create` (a mistyped URL is an error, not a new empty catalog)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        for handler in logging.getLogger().handlers:  # every logger's lines bounded, the Thrift runtime's too
+            handler.addFilter(BoundedLines())
     with Metastore.open(url, warehouse=warehouse, create=create) as probe:  # fail here, before listening
         logging.getLogger(__name__).info("metastore %s, warehouse %s", probe.url, probe.warehouse)
     _tune_gc()
