@@ -23,14 +23,16 @@ from urllib.parse import unquote, urlparse
 from thrift.Thrift import TException, TType
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
+from sargable.hms import locking
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
-from sargable.metastore import Partition, Table, TableDefinition
+from sargable.metastore import Partition, Table, TableDefinition, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
+from sargable.store import Store
 
 WRITE_METHODS = frozenset(
     {
@@ -719,6 +721,68 @@ class Handler(ThriftHiveMetastore.Iface):
         self, db_name: str, tbl_name: str, new_part: Any, environment_context: Any
     ) -> None:
         self.alter_partitions(db_name, tbl_name, [new_part])
+
+    # ------------------------------------------------------------------------------------------------ locks
+
+    lock_timeout: float | None = None
+    """Seconds a lock lives without a heartbeat (None: `$SARGABLE_LOCK_TIMEOUT`, else Hive's 300)."""
+
+    def _lock_store(self) -> Store:
+        return self.catalog.metastore.store
+
+    @_hive_api
+    def lock(self, rqst: Any) -> Any:
+        if rqst.txnid:
+            raise locking.no_transactions("lock", rqst.txnid)
+        wanted = locking.components(rqst)
+        if wanted:
+            first = wanted[0]
+            self.note.table = first.database if first.table is None else _table_name(first.database, first.table)
+        try:
+            taken = locks.acquire(
+                self._lock_store(),
+                wanted,
+                now=time.time(),
+                timeout=self.lock_timeout or locking.lock_timeout(),
+                user=rqst.user or "",
+                host=rqst.hostname or "",
+                agent=rqst.agentInfo or "",
+            )
+        except MetastoreError as exc:
+            raise locking.refused("lock", str(exc)) from None
+        return locking.response(taken)
+
+    @_hive_api
+    def check_lock(self, rqst: Any) -> Any:
+        if rqst.txnid:
+            raise locking.no_transactions("check_lock", rqst.txnid)
+        try:
+            return locking.response(locks.check(self._lock_store(), rqst.lockid, now=time.time()))
+        except locks.NoSuchLockError as exc:
+            raise locking.no_such_lock(exc) from None
+
+    @_hive_api
+    def unlock(self, rqst: Any) -> None:
+        try:
+            locks.release(self._lock_store(), rqst.lockid, now=time.time())
+        except locks.NoSuchLockError as exc:
+            raise locking.no_such_lock(exc) from None
+
+    @_hive_api
+    def heartbeat(self, ids: Any) -> None:
+        if ids.txnid:
+            raise locking.no_transactions("heartbeat", ids.txnid)
+        if not ids.lockid:
+            return
+        try:
+            locks.heartbeat(self._lock_store(), ids.lockid, now=time.time())
+        except locks.NoSuchLockError as exc:
+            raise locking.no_such_lock(exc) from None
+
+    @_hive_api
+    def show_locks(self, rqst: Any) -> Any:
+        found = locks.live_locks(self._lock_store(), now=time.time())
+        return locking.show(found, rqst or ttypes.ShowLocksRequest())
 
 
 IMPLEMENTED = frozenset(
