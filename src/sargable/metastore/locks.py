@@ -124,10 +124,8 @@ def check_components(components: Iterable[LockComponent]) -> tuple[LockComponent
         if component.type not in TYPES:
             raise MetastoreError(f"unknown lock type {component.type!r}: use one of {', '.join(TYPES)}")
         for what, name in (("database", component.database), ("table", component.table)):
-            if name is not None and (not isinstance(name, str) or not name):
+            if (name is not None or what == "database") and (not isinstance(name, str) or not name):
                 raise MetastoreError(f"a lock component's {what} name must be a non-empty string, got {name!r}")
-        if not component.database:
-            raise MetastoreError("a lock component names its database")
         if component.partition is not None:
             if component.table is None:
                 raise MetastoreError(f"a partition lock ({component.partition!r}) names its table as well")
@@ -236,11 +234,18 @@ def _live(store: Store, now: float) -> list[Lock]:
     return live
 
 
-def _find(locks: Sequence[Lock], lock_id: int) -> Lock:
-    for lock in locks:
-        if lock.id == lock_id:
-            return lock
-    raise NoSuchLockError(f"no lock {lock_id}: it was never taken, was released, or expired without a heartbeat")
+def _find(locks: Sequence[Lock], lock_id: int) -> Lock | None:
+    return next((lock for lock in locks if lock.id == lock_id), None)
+
+
+def _found(lock: Lock | None, lock_id: int) -> Lock:
+    """The lock a call found; NoSuchLockError (raised after its transaction, which keeps the expired locks it
+    deleted) when it found none."""
+    if lock is None:
+        raise NoSuchLockError(
+            f"no lock {lock_id}: it was never taken, was released, or expired without a heartbeat"
+        )
+    return lock
 
 
 def _check_time(now: float, timeout: float | None = None) -> None:
@@ -286,42 +291,48 @@ def check(store: Store, lock_id: int, *, now: float) -> Lock:
     """Heartbeat a lock and grant it if it waits and nothing blocks it any more; NoSuchLockError if it is gone."""
     _check_time(now)
 
-    def run() -> Lock:
+    def run() -> Lock | None:
         _serialize(store)
         locks = _live(store, now)
         lock = _find(locks, lock_id)
+        if lock is None:
+            return None
         lock = replace(lock, last_heartbeat=float(now), heartbeats=lock.heartbeats + 1)
         lock = _granted(lock, locks, now)
         store.put(CATALOG, _key(lock_id), _encode(lock))
         return lock
 
-    return store.run_in_transaction(run)
+    return _found(store.run_in_transaction(run), lock_id)
 
 
 def heartbeat(store: Store, lock_id: int, *, now: float) -> Lock:
     """Keep a lock alive for another timeout; NoSuchLockError if it is gone."""
     _check_time(now)
 
-    def run() -> Lock:
+    def run() -> Lock | None:
         _serialize(store)
         lock = _find(_live(store, now), lock_id)
+        if lock is None:
+            return None
         lock = replace(lock, last_heartbeat=float(now), heartbeats=lock.heartbeats + 1)
         store.put(CATALOG, _key(lock_id), _encode(lock))
         return lock
 
-    return store.run_in_transaction(run)
+    return _found(store.run_in_transaction(run), lock_id)
 
 
 def release(store: Store, lock_id: int, *, now: float) -> None:
     """Remove a lock, granted or waiting; NoSuchLockError if it is gone (released already, or expired)."""
     _check_time(now)
 
-    def run() -> None:
+    def run() -> Lock | None:
         _serialize(store)
-        _find(_live(store, now), lock_id)
-        store.delete(CATALOG, _key(lock_id))
+        lock = _find(_live(store, now), lock_id)
+        if lock is not None:
+            store.delete(CATALOG, _key(lock_id))
+        return lock
 
-    store.run_in_transaction(run)
+    _found(store.run_in_transaction(run), lock_id)
 
 
 def expire(store: Store, *, now: float) -> int:
