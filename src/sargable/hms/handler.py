@@ -459,7 +459,7 @@ class Handler(ThriftHiveMetastore.Iface):
         if new_tbl.dbName and new_tbl.dbName.lower() != old.table.database:
             raise ttypes.InvalidOperationException(message="moving a table to another database is not supported")
         definition = table_definition(new_tbl)
-        self.catalog.replace_table(
+        self.catalog.alter_table(
             old.table.database,
             old.table.name,
             definition.name,
