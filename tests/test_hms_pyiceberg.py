@@ -118,3 +118,5 @@ def test_concurrent_appenders_lose_no_commit(server):
     ids = table.scan().to_arrow().column("id").to_pylist()
     assert sorted(ids) == list(range(writers * batches * rows))
     assert len(table.snapshots()) == writers * batches
+    calls = [line.split()[0] for line in server.calls()]
+    assert calls.count("lock") == calls.count("unlock") >= calls.count("alter_table_with_environment_context") > 0
