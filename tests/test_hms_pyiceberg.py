@@ -4,12 +4,16 @@ under the server's HMS locks, so concurrent appenders lose no commit."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import threading
+from pathlib import Path
 
 import pytest
 
 from hms_server import SargableServe
 from metastore_fixtures import BACKENDS, fresh_url
+from test_docs import blocks_of
 
 pytest.importorskip("pyiceberg.catalog.hive")
 import pyarrow as pa
@@ -46,41 +50,55 @@ def _rows(ids: range, name: str) -> pa.Table:
     return pa.table({"id": pa.array(list(ids), pa.int64()), "name": pa.array([name] * len(ids), pa.string())})
 
 
+DOC = Path(__file__).resolve().parent.parent / "docs" / "hms.md"
+
+
+def test_doc_snippet(server):
+    """The PyIceberg snippet of docs/hms.md, pointed at the test's server and warehouse."""
+    code = next(b.text for b in blocks_of(DOC) if b.lang == "python" and "HiveCatalog(" in b.text)
+    assert 'uri="thrift://127.0.0.1:9083"' in code and 'warehouse="file:///data/warehouse"' in code
+    code = code.replace("thrift://127.0.0.1:9083", server.uri).replace("file:///data/warehouse", f"file://{server.warehouse}")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, str(DOC), "exec"), {})
+    assert printed.getvalue().split() == ["2"]
+
+
 def test_iceberg_table_life_cycle(server):
     catalog = _catalog(server)
-    catalog.create_namespace("ice")
-    table = catalog.create_table("ice.events", SCHEMA)
-    assert ("ice", "events") in catalog.list_tables("ice")
+    catalog.create_namespace("life")
+    table = catalog.create_table("life.events", SCHEMA)
+    assert ("life", "events") in catalog.list_tables("life")
 
     table.append(_rows(range(3), "a"))
-    assert catalog.load_table("ice.events").scan().to_arrow().num_rows == 3
+    assert catalog.load_table("life.events").scan().to_arrow().num_rows == 3
 
     table.overwrite(_rows(range(10, 12), "b"))
-    rows = catalog.load_table("ice.events").scan().to_arrow()
+    rows = catalog.load_table("life.events").scan().to_arrow()
     assert sorted(rows.column("id").to_pylist()) == [10, 11]
 
     with table.update_schema() as update:
         update.add_column("score", DoubleType())
-    evolved = catalog.load_table("ice.events")
+    evolved = catalog.load_table("life.events")
     assert [f.name for f in evolved.schema().fields] == ["id", "name", "score"]
     evolved.append(_rows(range(20, 21), "c").append_column("score", pa.array([1.5], pa.float64())))
-    scores = catalog.load_table("ice.events").scan().to_arrow().sort_by("id").column("score").to_pylist()
+    scores = catalog.load_table("life.events").scan().to_arrow().sort_by("id").column("score").to_pylist()
     assert scores == [None, None, 1.5]
 
-    catalog.rename_table("ice.events", "ice.renamed")
+    catalog.rename_table("life.events", "life.renamed")
     with pytest.raises(NoSuchTableError):
-        catalog.load_table("ice.events")
-    assert catalog.load_table("ice.renamed").scan().to_arrow().num_rows == 3
+        catalog.load_table("life.events")
+    assert catalog.load_table("life.renamed").scan().to_arrow().num_rows == 3
 
-    with catalog.create_table_transaction("ice.staged", SCHEMA) as staged:
+    with catalog.create_table_transaction("life.staged", SCHEMA) as staged:
         staged.append(_rows(range(5), "s"))
-    assert catalog.load_table("ice.staged").scan().to_arrow().num_rows == 5
+    assert catalog.load_table("life.staged").scan().to_arrow().num_rows == 5
 
-    for name in ("ice.renamed", "ice.staged"):
+    for name in ("life.renamed", "life.staged"):
         catalog.drop_table(name)
         with pytest.raises(NoSuchTableError):
             catalog.load_table(name)
-    assert catalog.list_tables("ice") == []
+    assert catalog.list_tables("life") == []
 
 
 def test_concurrent_appenders_lose_no_commit(server):
