@@ -23,14 +23,14 @@ from urllib.parse import unquote, urlparse
 from thrift.Thrift import TException, TType
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
-from sargable.hms import locking
+from sargable.hms import locking, statistics
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
-from sargable.metastore import Partition, Table, TableDefinition, locks
+from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 from sargable.store import Store
 
@@ -727,7 +727,7 @@ class Handler(ThriftHiveMetastore.Iface):
     lock_timeout: float | None = None
     """Seconds a lock lives without a heartbeat (None: `$SARGABLE_LOCK_TIMEOUT`, else Hive's 300)."""
 
-    def _lock_store(self) -> Store:
+    def _store(self) -> Store:
         return self.catalog.metastore.store
 
     @_hive_api
@@ -740,7 +740,7 @@ class Handler(ThriftHiveMetastore.Iface):
             self.note.table = first.database if first.table is None else _table_name(first.database, first.table)
         try:
             taken = locks.acquire(
-                self._lock_store(),
+                self._store(),
                 wanted,
                 now=time.time(),
                 timeout=self.lock_timeout or locking.lock_timeout(),
@@ -757,14 +757,14 @@ class Handler(ThriftHiveMetastore.Iface):
         if rqst.txnid:
             raise locking.no_transactions("check_lock", rqst.txnid)
         try:
-            return locking.response(locks.check(self._lock_store(), rqst.lockid, now=time.time()))
+            return locking.response(locks.check(self._store(), rqst.lockid, now=time.time()))
         except locks.NoSuchLockError as exc:
             raise locking.no_such_lock(exc) from None
 
     @_hive_api
     def unlock(self, rqst: Any) -> None:
         try:
-            locks.release(self._lock_store(), rqst.lockid, now=time.time())
+            locks.release(self._store(), rqst.lockid, now=time.time())
         except locks.NoSuchLockError as exc:
             raise locking.no_such_lock(exc) from None
 
@@ -775,14 +775,138 @@ class Handler(ThriftHiveMetastore.Iface):
         if not ids.lockid:
             return
         try:
-            locks.heartbeat(self._lock_store(), ids.lockid, now=time.time())
+            locks.heartbeat(self._store(), ids.lockid, now=time.time())
         except locks.NoSuchLockError as exc:
             raise locking.no_such_lock(exc) from None
 
     @_hive_api
     def show_locks(self, rqst: Any) -> Any:
-        found = locks.live_locks(self._lock_store(), now=time.time())
+        found = locks.live_locks(self._store(), now=time.time())
         return locking.show(found, rqst or ttypes.ShowLocksRequest())
+
+
+    # ------------------------------------------------------------------------------------- column statistics
+
+    def _stats_partition(self, handle: Table, name: str | None) -> str:
+        """The canonical name of a table's partition named `name` (NoSuchObjectError when it has none)."""
+        found = self.catalog.partitions_by_names(handle, [name or ""]) if name else []
+        if not found:
+            raise NoSuchObjectError(f"{handle.qualified_name} has no partition {name!r}")
+        return found[0].name
+
+    def _keep_stats(self, stats: Any, *, merge: bool = False) -> None:
+        """Keep one `ColumnStatistics` (a table's or a partition's, as its description says); with `merge`, each
+        column's merged with what was kept (Hive's `needMerge`)."""
+        desc = stats.statsDesc
+        self.note.table = _table_name(desc.dbName, desc.tableName)
+        handle = self.catalog.table(desc.dbName, desc.tableName)
+        partition = None if desc.isTblLevel else self._stats_partition(handle, desc.partName)
+        objs = {}
+        for obj in stats.statsObj or []:
+            if not obj.colName or statistics.kind(obj) is None:
+                raise MetastoreError(f"the statistics of column {obj.colName!r} hold no one kind of column data")
+            objs[obj.colName.lower()] = obj
+        if merge:
+            kept = colstats.get(self._store(), handle.definition, partition, objs)
+            for column, raw in kept.items():
+                objs[column] = statistics.aggregate([statistics.decode(raw)[0], objs[column]]) or objs[column]
+        encoded = {column: statistics.encode(obj, desc.lastAnalyzed) for column, obj in objs.items()}
+        colstats.put(self._store(), handle.definition, partition, encoded)
+
+    def _kept_stats(self, handle: Table, partition: str | None, columns: list[str]) -> tuple[list[Any], int]:
+        """The kept statistics of the given columns (in their order, unkept ones left out), and when the latest of
+        them was analyzed."""
+        kept = colstats.get(self._store(), handle.definition, partition, columns)
+        decoded = [statistics.decode(kept[c.lower()]) for c in dict.fromkeys(columns) if c.lower() in kept]
+        return [obj for obj, _ in decoded], max((analyzed for _, analyzed in decoded), default=0)
+
+    def _column_stats(self, db_name: str, tbl_name: str, part_name: str | None, col_name: str) -> Any:
+        handle = self._handle(db_name, tbl_name)
+        partition = None if part_name is None else self._stats_partition(handle, part_name)
+        objs, analyzed = self._kept_stats(handle, partition, [col_name])
+        if not objs:
+            where = handle.qualified_name if partition is None else f"{handle.qualified_name} partition {partition}"
+            raise ttypes.NoSuchObjectException(message=f"no statistics of column {col_name!r} of {where}")
+        desc = ttypes.ColumnStatisticsDesc(
+            isTblLevel=partition is None,
+            dbName=handle.database,
+            tableName=handle.name,
+            partName=partition,
+            lastAnalyzed=analyzed,
+        )
+        return ttypes.ColumnStatistics(statsDesc=desc, statsObj=objs)
+
+    def _partition_stats(self, request: Any) -> tuple[Table, dict[str, list[Any]]]:
+        """The kept statistics of the request's columns in each of its partitions that has some, by partition name."""
+        handle = self._handle(request.dbName, request.tblName)
+        columns = list(request.colNames or [])
+        out = {}
+        for part in self.catalog.partitions_by_names(handle, list(request.partNames or [])):
+            objs, _ = self._kept_stats(handle, part.name, columns)
+            if objs:
+                out[part.name] = objs
+        self.note.partitions = len(out)
+        return handle, out
+
+    @_hive_api
+    def update_table_column_statistics(self, stats_obj: Any) -> bool:
+        with self.catalog.transaction():
+            self._keep_stats(stats_obj)
+        return True
+
+    @_hive_api
+    def update_partition_column_statistics(self, stats_obj: Any) -> bool:
+        return self.update_table_column_statistics(stats_obj)
+
+    @_hive_api
+    def set_aggr_stats_for(self, request: Any) -> bool:
+        with self.catalog.transaction():
+            for stats in request.colStats or []:
+                self._keep_stats(stats, merge=bool(request.needMerge))
+        return True
+
+    @_hive_api
+    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> Any:
+        return self._column_stats(db_name, tbl_name, None, col_name)
+
+    @_hive_api
+    def get_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str) -> Any:
+        return self._column_stats(db_name, tbl_name, part_name, col_name)
+
+    @_hive_api
+    def get_table_statistics_req(self, request: Any) -> Any:
+        handle = self._handle(request.dbName, request.tblName)
+        return ttypes.TableStatsResult(tableStats=self._kept_stats(handle, None, list(request.colNames or []))[0])
+
+    @_hive_api
+    def get_partitions_statistics_req(self, request: Any) -> Any:
+        return ttypes.PartitionsStatsResult(partStats=self._partition_stats(request)[1])
+
+    @_hive_api
+    def get_aggr_stats_for(self, request: Any) -> Any:
+        _, found = self._partition_stats(request)
+        merged = []
+        for column in dict.fromkeys(c.lower() for c in request.colNames or []):
+            objs = [obj for objs in found.values() for obj in objs if obj.colName.lower() == column]
+            aggregated = statistics.aggregate(objs) if objs else None
+            if aggregated is not None:
+                merged.append(aggregated)
+        wanted = {c.lower() for c in request.colNames or []}
+        complete = sum(1 for objs in found.values() if {obj.colName.lower() for obj in objs} >= wanted)
+        return ttypes.AggrStats(colStats=merged, partsFound=complete)
+
+    @_hive_api
+    def delete_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str | None) -> bool:
+        handle = self._handle(db_name, tbl_name)
+        return colstats.delete(self._store(), handle.definition, None, col_name) > 0
+
+    @_hive_api
+    def delete_partition_column_statistics(
+        self, db_name: str, tbl_name: str, part_name: str, col_name: str | None
+    ) -> bool:
+        handle = self._handle(db_name, tbl_name)
+        partition = self._stats_partition(handle, part_name)
+        return colstats.delete(self._store(), handle.definition, partition, col_name) > 0
 
 
 IMPLEMENTED = frozenset(

@@ -1,0 +1,199 @@
+"""Hive column statistics through `sargable serve` (what Hive's and Trino's `ANALYZE` write and their planners read),
+with pymetastore's Thrift client, on both backends: whatever is written is read back exactly, per table and per
+partition; partitions aggregate as Hive aggregates them; statistics follow a rename and are refused for what does
+not exist."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hms_server import SargableServe, thrift_client
+from metastore_fixtures import BACKENDS, fresh_url
+
+pytest.importorskip("pymetastore")
+from pymetastore.hive_metastore import ttypes
+
+COLUMNS = [("x", "bigint"), ("f", "double"), ("s", "string"), ("m", "decimal(10,2)"), ("d", "date"), ("b", "boolean")]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"stats-{request.param}")
+    postgres = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    serve = SargableServe(tmp, fresh_url(request.param, tmp, postgres)).start()
+    with thrift_client(serve.port) as client:
+        client.create_database(ttypes.Database(name="st", locationUri=f"file:{tmp}/st.db"))
+        for name, keys in (("flat", []), ("parts", [("ds", "string")])):
+            sd = ttypes.StorageDescriptor(
+                cols=[ttypes.FieldSchema(c, t, None) for c, t in COLUMNS],
+                location=f"file:{tmp}/st.db/{name}",
+                inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+                outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+                serdeInfo=ttypes.SerDeInfo(None, "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe", {}),
+            )
+            client.create_table(
+                ttypes.Table(
+                    tableName=name,
+                    dbName="st",
+                    sd=sd,
+                    partitionKeys=[ttypes.FieldSchema(k, t, None) for k, t in keys],
+                    parameters={},
+                    tableType="EXTERNAL_TABLE",
+                )
+            )
+        parts = [ttypes.Partition(values=[ds], dbName="st", tableName="parts") for ds in ("a", "b", "c")]
+        client.add_partitions(parts)
+    yield serve
+    assert serve.stop() == 0
+
+
+@pytest.fixture
+def client(server):
+    with thrift_client(server.port) as client:
+        yield client
+
+
+counts = st.integers(0, 2**40)
+longs = st.integers(-(2**63), 2**63 - 1)
+doubles = st.floats(allow_nan=False)
+
+
+def _decimal(unscaled: int, scale: int = 2) -> ttypes.Decimal:
+    return ttypes.Decimal(scale=scale, unscaled=unscaled.to_bytes(9, "big", signed=True))
+
+
+def _data(column: str, **member: object) -> tuple[str, ttypes.ColumnStatisticsData]:
+    return column, ttypes.ColumnStatisticsData(**member)
+
+
+T = ttypes
+stats_data = st.one_of(
+    st.builds(lambda *a: _data("x", longStats=T.LongColumnStatsData(*a)), longs, longs, counts, counts),
+    st.builds(
+        lambda *a: _data("f", doubleStats=T.DoubleColumnStatsData(*a)),
+        doubles,
+        doubles,
+        counts,
+        counts,
+        st.none() | st.binary(max_size=40),
+    ),
+    st.builds(lambda *a: _data("s", stringStats=T.StringColumnStatsData(*a)), counts, doubles, counts, counts),
+    st.builds(
+        lambda lo, hi, *a: _data("m", decimalStats=T.DecimalColumnStatsData(_decimal(lo), _decimal(hi), *a)),
+        longs,
+        longs,
+        counts,
+        counts,
+    ),
+    st.builds(
+        lambda lo, hi, *a: _data("d", dateStats=T.DateColumnStatsData(T.Date(lo), T.Date(hi), *a)),
+        longs,
+        longs,
+        counts,
+        counts,
+    ),
+    st.builds(lambda *a: _data("b", booleanStats=T.BooleanColumnStatsData(*a)), counts, counts, counts),
+)
+
+
+def _stats(db: str, table: str, part: str | None, objs: list[tuple[str, ttypes.ColumnStatisticsData]], when: int = 7):
+    desc = ttypes.ColumnStatisticsDesc(
+        isTblLevel=part is None, dbName=db, tableName=table, partName=part, lastAnalyzed=when
+    )
+    types = dict(COLUMNS)
+    return ttypes.ColumnStatistics(
+        statsDesc=desc, statsObj=[ttypes.ColumnStatisticsObj(c, types[c], data) for c, data in objs]
+    )
+
+
+@settings(max_examples=30)
+@given(
+    objs=st.lists(stats_data, min_size=1, max_size=4, unique_by=lambda o: o[0]), part=st.sampled_from([None, "ds=b"])
+)
+def test_what_is_written_is_read_back(server, objs, part):
+    with thrift_client(server.port) as client:
+        table = "flat" if part is None else "parts"
+        written = _stats("st", table, part, objs)
+        if part is None:
+            assert client.update_table_column_statistics(written)
+            names = [c for c, _ in objs]
+            got = client.get_table_statistics_req(ttypes.TableStatsRequest("st", table, [*names, "unknown"])).tableStats
+        else:
+            assert client.update_partition_column_statistics(written)
+            request = ttypes.PartitionsStatsRequest("st", table, [c for c, _ in objs], ["ds=b", "ds=zzz"])
+            got = client.get_partitions_statistics_req(request).partStats["ds=b"]
+        assert got == written.statsObj
+        first = objs[0][0]
+        one = (
+            client.get_table_column_statistics("st", table, first.upper())
+            if part is None
+            else client.get_partition_column_statistics("st", table, part, first)
+        )
+        assert (one.statsObj, one.statsDesc.lastAnalyzed, one.statsDesc.isTblLevel) == (
+            written.statsObj[:1],
+            7,
+            part is None,
+        )
+
+
+def test_partitions_aggregate_as_hive_does(client):
+    longs = {"ds=a": (5, 9, 1, 4), "ds=b": (-3, 2, 0, 7), "ds=c": None}
+    for part, numbers in longs.items():
+        client.delete_partition_column_statistics("st", "parts", part, None)
+        if numbers is not None:
+            data = ttypes.ColumnStatisticsData(longStats=ttypes.LongColumnStatsData(*numbers))
+            flag = ttypes.ColumnStatisticsData(booleanStats=ttypes.BooleanColumnStatsData(3, 4, 1))
+            client.update_partition_column_statistics(_stats("st", "parts", part, [("x", data), ("b", flag)]))
+    names = list(longs)
+    aggr = client.get_aggr_stats_for(ttypes.PartitionsStatsRequest("st", "parts", ["x", "b", "f"], names))
+    assert aggr.partsFound == 0  # no partition has statistics of f
+    aggr = client.get_aggr_stats_for(ttypes.PartitionsStatsRequest("st", "parts", ["x", "b"], names))
+    assert aggr.partsFound == 2
+    by_name = {obj.colName: obj.statsData for obj in aggr.colStats}
+    assert by_name["x"].longStats == ttypes.LongColumnStatsData(lowValue=-3, highValue=9, numNulls=1, numDVs=7)
+    assert by_name["b"].booleanStats == ttypes.BooleanColumnStatsData(numTrues=6, numFalses=8, numNulls=2)
+
+    merged = ttypes.ColumnStatisticsData(longStats=ttypes.LongColumnStatsData(0, 20, 5, 3))
+    again = [_stats("st", "parts", "ds=a", [("x", merged)])]
+    request = ttypes.SetPartitionsStatsRequest(colStats=again, needMerge=True)
+    assert client.set_aggr_stats_for(request)
+    got = client.get_partition_column_statistics("st", "parts", "ds=a", "x").statsObj[0].statsData.longStats
+    assert got == ttypes.LongColumnStatsData(lowValue=0, highValue=20, numNulls=6, numDVs=4)
+
+
+def test_delete_and_refusals(client):
+    data = ttypes.ColumnStatisticsData(longStats=ttypes.LongColumnStatsData(1, 2, 0, 2))
+    client.update_table_column_statistics(_stats("st", "flat", None, [("x", data)]))
+    assert client.delete_table_column_statistics("st", "flat", "x")
+    assert not client.delete_table_column_statistics("st", "flat", "x")
+    with pytest.raises(ttypes.NoSuchObjectException, match="no statistics of column 'x'"):
+        client.get_table_column_statistics("st", "flat", "x")
+    with pytest.raises(ttypes.NoSuchObjectException, match="nosuch"):
+        client.update_table_column_statistics(_stats("st", "nosuch", None, [("x", data)]))
+    with pytest.raises(ttypes.NoSuchObjectException, match="no partition 'ds=zzz'"):
+        client.update_partition_column_statistics(_stats("st", "parts", "ds=zzz", [("x", data)]))
+    bad = _stats("st", "flat", None, [("x", data)])
+    bad.statsObj[0].colName = "nope"
+    with pytest.raises(ttypes.MetaException, match="no column 'nope'"):
+        client.update_table_column_statistics(bad)
+    empty = _stats("st", "flat", None, [("x", ttypes.ColumnStatisticsData())])
+    with pytest.raises(ttypes.MetaException, match="hold no one kind"):
+        client.update_table_column_statistics(empty)
+    assert client.get_table_statistics_req(ttypes.TableStatsRequest("st", "flat", ["x"])).tableStats == []
+
+
+def test_statistics_follow_a_rename_not_a_new_table(client, server):
+    table = client.get_table("st", "flat")
+    table.tableName = "moved"
+    table.sd.location = table.sd.location.replace("/flat", "/moved")
+    data = ttypes.ColumnStatisticsData(longStats=ttypes.LongColumnStatsData(1, 2, 0, 2))
+    client.update_table_column_statistics(_stats("st", "flat", None, [("x", data)]))
+    client.alter_table("st", "flat", table)
+    assert client.get_table_column_statistics("st", "moved", "x").statsObj[0].statsData == data
+    client.drop_table("st", "moved", False)
+    table.tableName = "flat"
+    client.create_table(table)
+    with pytest.raises(ttypes.NoSuchObjectException):
+        client.get_table_column_statistics("st", "flat", "x")
