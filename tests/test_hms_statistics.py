@@ -197,3 +197,15 @@ def test_statistics_follow_a_rename_not_a_new_table(client, server):
     client.create_table(table)
     with pytest.raises(ttypes.NoSuchObjectException):
         client.get_table_column_statistics("st", "flat", "x")
+
+
+def test_statistics_go_with_a_dropped_partition(client):
+    data = ttypes.ColumnStatisticsData(longStats=ttypes.LongColumnStatsData(1, 2, 0, 2))
+    client.add_partitions([ttypes.Partition(values=["gone"], dbName="st", tableName="parts")])
+    client.update_partition_column_statistics(_stats("st", "parts", "ds=gone", [("x", data)]))
+    client.update_partition_column_statistics(_stats("st", "parts", "ds=c", [("x", data)]))
+    assert client.drop_partition_by_name("st", "parts", "ds=gone", False)
+    client.add_partitions([ttypes.Partition(values=["gone"], dbName="st", tableName="parts")])
+    with pytest.raises(ttypes.NoSuchObjectException, match="no statistics"):
+        client.get_partition_column_statistics("st", "parts", "ds=gone", "x")
+    assert client.get_partition_column_statistics("st", "parts", "ds=c", "x").statsObj[0].statsData == data

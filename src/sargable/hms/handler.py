@@ -787,12 +787,12 @@ class Handler(ThriftHiveMetastore.Iface):
 
     # ------------------------------------------------------------------------------------- column statistics
 
-    def _stats_partition(self, handle: Table, name: str | None) -> str:
-        """The canonical name of a table's partition named `name` (NoSuchObjectError when it has none)."""
-        found = self.catalog.partitions_by_names(handle, [name or ""]) if name else []
+    def _stats_partition(self, handle: Table, name: str | None) -> Partition:
+        """A table's partition by its name (NoSuchObjectError when it has none)."""
+        found = self.catalog.partitions_by_names(handle, [name]) if name else []
         if not found:
             raise NoSuchObjectError(f"{handle.qualified_name} has no partition {name!r}")
-        return found[0].name
+        return found[0]
 
     def _keep_stats(self, stats: Any, *, merge: bool = False) -> None:
         """Keep one `ColumnStatistics` (a table's or a partition's, as its description says); with `merge`, each
@@ -800,7 +800,7 @@ class Handler(ThriftHiveMetastore.Iface):
         desc = stats.statsDesc
         self.note.table = _table_name(desc.dbName, desc.tableName)
         handle = self.catalog.table(desc.dbName, desc.tableName)
-        partition = None if desc.isTblLevel else self._stats_partition(handle, desc.partName)
+        partition = None if desc.isTblLevel else self._stats_partition(handle, desc.partName).values
         objs = {}
         for obj in stats.statsObj or []:
             if not obj.colName or statistics.kind(obj) is None:
@@ -813,7 +813,9 @@ class Handler(ThriftHiveMetastore.Iface):
         encoded = {column: statistics.encode(obj, desc.lastAnalyzed) for column, obj in objs.items()}
         colstats.put(self._store(), handle.definition, partition, encoded)
 
-    def _kept_stats(self, handle: Table, partition: str | None, columns: list[str]) -> tuple[list[Any], int]:
+    def _kept_stats(
+        self, handle: Table, partition: tuple[Any, ...] | None, columns: list[str]
+    ) -> tuple[list[Any], int]:
         """The kept statistics of the given columns (in their order, unkept ones left out), and when the latest of
         them was analyzed."""
         kept = colstats.get(self._store(), handle.definition, partition, columns)
@@ -823,15 +825,15 @@ class Handler(ThriftHiveMetastore.Iface):
     def _column_stats(self, db_name: str, tbl_name: str, part_name: str | None, col_name: str) -> Any:
         handle = self._handle(db_name, tbl_name)
         partition = None if part_name is None else self._stats_partition(handle, part_name)
-        objs, analyzed = self._kept_stats(handle, partition, [col_name])
+        objs, analyzed = self._kept_stats(handle, None if partition is None else partition.values, [col_name])
         if not objs:
-            where = handle.qualified_name if partition is None else f"{handle.qualified_name} partition {partition}"
+            where = handle.qualified_name + ("" if partition is None else f" partition {partition.name}")
             raise ttypes.NoSuchObjectException(message=f"no statistics of column {col_name!r} of {where}")
         desc = ttypes.ColumnStatisticsDesc(
             isTblLevel=partition is None,
             dbName=handle.database,
             tableName=handle.name,
-            partName=partition,
+            partName=None if partition is None else partition.name,
             lastAnalyzed=analyzed,
         )
         return ttypes.ColumnStatistics(statsDesc=desc, statsObj=objs)
@@ -842,7 +844,7 @@ class Handler(ThriftHiveMetastore.Iface):
         columns = list(request.colNames or [])
         out = {}
         for part in self.catalog.partitions_by_names(handle, list(request.partNames or [])):
-            objs, _ = self._kept_stats(handle, part.name, columns)
+            objs, _ = self._kept_stats(handle, part.values, columns)
             if objs:
                 out[part.name] = objs
         self.note.partitions = len(out)
@@ -905,7 +907,7 @@ class Handler(ThriftHiveMetastore.Iface):
         self, db_name: str, tbl_name: str, part_name: str, col_name: str | None
     ) -> bool:
         handle = self._handle(db_name, tbl_name)
-        partition = self._stats_partition(handle, part_name)
+        partition = self._stats_partition(handle, part_name).values
         return colstats.delete(self._store(), handle.definition, partition, col_name) > 0
 
 

@@ -23,7 +23,7 @@ from sargable.errors import (
     PathError,
     TypeCoercionError,
 )
-from sargable.metastore import intents, tombstones, totals
+from sargable.metastore import colstats, intents, tombstones, totals
 from sargable.metastore.hive import HiveDatabase, HiveTable, database_from_raw, database_raw
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import Database, TableDefinition
@@ -315,8 +315,8 @@ def list_tables(store: Store, database: str | None) -> list[str]:
 
 
 def drop_table(store: Store, database: str, name: str) -> None:
-    """Drop a table's definition, totals, partitions, index entries, file entries, tombstones and write intents, in
-    one transaction."""
+    """Drop a table's definition, totals, partitions, index entries, file entries, tombstones, write intents and
+    column statistics, in one transaction."""
     read_table(store, database, name)
     with store.transaction():
         table = lock_table(store, database, name)
@@ -325,6 +325,7 @@ def drop_table(store: Store, database: str, name: str) -> None:
             store.delete_range(keyspace, *key_range(prefix))
         store.delete_range(CATALOG, *tombstones.table_range(table.table_id))
         intents.drop_all(store, table.table_id)
+        colstats.forget_table(store, table.table_id)
         store.delete(CATALOG, stats_key(table.table_id))
         store.delete(CATALOG, table_key(table.database, table.name))
 
