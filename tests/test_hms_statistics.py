@@ -5,12 +5,19 @@ not exist."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+from decimal import Decimal
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hms_server import SargableServe, thrift_client
 from metastore_fixtures import BACKENDS, fresh_url
+from sargable.errors import NoSuchObjectError
+from sargable.metastore import Metastore
+from sargable.stats import ColumnStats, FileStats
 
 pytest.importorskip("pymetastore")
 from pymetastore.hive_metastore import ttypes
@@ -209,3 +216,98 @@ def test_statistics_go_with_a_dropped_partition(client):
     with pytest.raises(ttypes.NoSuchObjectException, match="no statistics"):
         client.get_partition_column_statistics("st", "parts", "ds=gone", "x")
     assert client.get_partition_column_statistics("st", "parts", "ds=c", "x").statsObj[0].statsData == data
+
+
+VALUE_COLUMNS = [("n", "bigint"), ("v", "double"), ("m", "decimal(10,2)"), ("d", "date"), ("s", "string")]
+value_st = {
+    "n": st.integers(-(10**12), 10**12),
+    "v": st.floats(-1e9, 1e9),
+    "m": st.decimals(-(10**6), 10**6, places=2),
+    "d": st.dates(dt.date(1900, 1, 1), dt.date(2200, 1, 1)),
+    "s": st.text(max_size=3),
+}
+file_st = st.fixed_dictionaries(
+    {"part": st.sampled_from(["a", "b"]), "rows": st.integers(1, 6), "keep_distinct": st.booleans()}
+).flatmap(
+    lambda f: st.fixed_dictionaries(
+        {c: st.lists(st.none() | value_st[c], min_size=f["rows"], max_size=f["rows"]) for c, _ in VALUE_COLUMNS},
+    ).map(lambda values: {**f, "values": values})
+)
+
+
+def _file(location: str, n: int, spec: dict) -> FileStats:
+    columns = {}
+    for name, values in spec["values"].items():
+        present = [v for v in values if v is not None]
+        columns[name] = ColumnStats(
+            min=min(present, default=None),
+            max=max(present, default=None),
+            null_count=len(values) - len(present),
+            distinct=frozenset(present) if spec["keep_distinct"] else None,
+        )
+    path = f"{location}/ds={spec['part']}/f{n}.parquet"
+    return FileStats(path, spec["rows"], 100, columns, partition={"ds": spec["part"]})
+
+
+def _expected(specs: list[dict], column: str) -> tuple:
+    values = [v for spec in specs for v in spec["values"][column]]
+    present = [v for v in values if v is not None]
+    return min(present, default=None), max(present, default=None), len(values) - len(present), len(set(present))
+
+
+def _plain(obj: ttypes.ColumnStatisticsObj) -> tuple:
+    """(low, high, nulls, distinct) of a statistics object, as Python values."""
+    data = obj.statsData
+    kind = next(v for v in (data.longStats, data.doubleStats, data.decimalStats, data.dateStats) if v is not None)
+    low, high = kind.lowValue, kind.highValue
+    if data.decimalStats is not None:
+        low, high = (None if x is None else Decimal(int.from_bytes(x.unscaled, "big", signed=True)).scaleb(-x.scale)
+                     for x in (low, high))  # fmt: skip
+    if data.dateStats is not None:
+        epoch = dt.date(1970, 1, 1)
+        low, high = (None if x is None else epoch + dt.timedelta(days=x.daysSinceEpoch) for x in (low, high))
+    return low, high, kind.numNulls, kind.numDVs
+
+
+def _check(objs: list, specs: list[dict], *, exact: bool) -> None:
+    got = {obj.colName: _plain(obj) for obj in objs}
+    assert set(got) == {"n", "v", "m", "d"}  # strings have no bounds Hive could take
+    for column, (low, high, nulls, distinct) in got.items():
+        want_low, want_high, want_nulls, want_distinct = _expected(specs, column)
+        assert (low, high, nulls) == (want_low, want_high, want_nulls)
+        if exact:
+            assert distinct == want_distinct
+        else:
+            assert want_distinct <= distinct <= sum(spec["rows"] for spec in specs) - nulls
+
+
+@settings(max_examples=15)
+@given(specs=st.lists(file_st, min_size=1, max_size=5))
+def test_registered_files_answer_without_an_analyze(server, specs):
+    """A table whose files sargable registered answers from their statistics, per table, per partition and
+    aggregated; checked against the files' values themselves."""
+    with Metastore.open(server.metastore_url, warehouse=server.warehouse) as ms:
+        ms.create_database("fs", if_not_exists=True)
+        with contextlib.suppress(NoSuchObjectError):
+            ms.drop_table("fs", "facts")
+        ms.create_table("fs", "facts", columns=VALUE_COLUMNS, partition_keys=[("ds", "string")])
+        location = ms.table("fs.facts").location
+        ms.commit("fs", "facts", add_files=[_file(location, n, spec) for n, spec in enumerate(specs)])
+    names = [c for c, _ in VALUE_COLUMNS]
+    exact = all(spec["keep_distinct"] for spec in specs)
+    with thrift_client(server.port) as client:
+        table = client.get_table_statistics_req(ttypes.TableStatsRequest("fs", "facts", names))
+        _check(table.tableStats, specs, exact=exact)
+        request = ttypes.PartitionsStatsRequest("fs", "facts", names, ["ds=a", "ds=b"])
+        by_part = client.get_partitions_statistics_req(request).partStats
+        for part in ("a", "b"):
+            mine = [spec for spec in specs if spec["part"] == part]
+            assert (f"ds={part}" in by_part) == bool(mine)
+            if mine:
+                _check(by_part[f"ds={part}"], mine, exact=all(spec["keep_distinct"] for spec in mine))
+        assert client.get_aggr_stats_for(request).partsFound == 0  # none has statistics of the string column
+        request.colNames = ["n", "v", "m", "d"]
+        aggr = client.get_aggr_stats_for(request)
+        assert aggr.partsFound == len({spec["part"] for spec in specs})
+        got = {obj.colName: _plain(obj)[:3] for obj in aggr.colStats}
+        assert got == {column: _expected(specs, column)[:3] for column in ("n", "v", "m", "d")}

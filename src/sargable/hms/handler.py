@@ -813,19 +813,27 @@ class Handler(ThriftHiveMetastore.Iface):
         encoded = {column: statistics.encode(obj, desc.lastAnalyzed) for column, obj in objs.items()}
         colstats.put(self._store(), handle.definition, partition, encoded)
 
-    def _kept_stats(
-        self, handle: Table, partition: tuple[Any, ...] | None, columns: list[str]
-    ) -> tuple[list[Any], int]:
-        """The kept statistics of the given columns (in their order, unkept ones left out), and when the latest of
-        them was analyzed."""
-        kept = colstats.get(self._store(), handle.definition, partition, columns)
-        decoded = [statistics.decode(kept[c.lower()]) for c in dict.fromkeys(columns) if c.lower() in kept]
-        return [obj for obj, _ in decoded], max((analyzed for _, analyzed in decoded), default=0)
+    def _kept_stats(self, handle: Table, partition: Partition | None, columns: list[str]) -> tuple[list[Any], int]:
+        """The statistics of the given columns of the table or a partition (in their order, ones without left out),
+        and when the latest was analyzed: the kept ones, else the files' where the table registers its files."""
+        wanted = list(dict.fromkeys(c.lower() for c in columns))
+        values = None if partition is None else partition.values
+        found, analyzed = {}, 0
+        for column, raw in colstats.get(self._store(), handle.definition, values, wanted).items():
+            found[column], when = statistics.decode(raw)
+            analyzed = max(analyzed, when)
+        missing = {c for c in wanted if c not in found}
+        if missing and not handle.files_from_folders and handle.stats().files:
+            typed = [(name, dtype) for name, dtype in handle.columns if name.lower() in missing]
+            files = handle.files(None if partition is None else [partition], stats=[name for name, _ in typed])
+            if files:
+                found.update((obj.colName, obj) for obj in statistics.from_files(files, typed))
+        return [found[c] for c in wanted if c in found], analyzed
 
     def _column_stats(self, db_name: str, tbl_name: str, part_name: str | None, col_name: str) -> Any:
         handle = self._handle(db_name, tbl_name)
         partition = None if part_name is None else self._stats_partition(handle, part_name)
-        objs, analyzed = self._kept_stats(handle, None if partition is None else partition.values, [col_name])
+        objs, analyzed = self._kept_stats(handle, partition, [col_name])
         if not objs:
             where = handle.qualified_name + ("" if partition is None else f" partition {partition.name}")
             raise ttypes.NoSuchObjectException(message=f"no statistics of column {col_name!r} of {where}")
@@ -844,7 +852,7 @@ class Handler(ThriftHiveMetastore.Iface):
         columns = list(request.colNames or [])
         out = {}
         for part in self.catalog.partitions_by_names(handle, list(request.partNames or [])):
-            objs, _ = self._kept_stats(handle, part.values, columns)
+            objs, _ = self._kept_stats(handle, part, columns)
             if objs:
                 out[part.name] = objs
         self.note.partitions = len(out)

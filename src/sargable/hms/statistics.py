@@ -5,10 +5,16 @@ A kept object is the time it was analyzed (8 bytes) and the object in Thrift's b
 engine writes (bit vectors included) is read back as written. Aggregation follows Hive's without bit vectors: lows
 are the least, highs the greatest, null counts and true / false counts add up, distinct counts and column lengths
 are the greatest of the partitions'.
+
+Where nobody analyzed a column, a table with registered files answers from sargable's own file statistics
+(`from_files`): for integer, floating, decimal and date columns, the least minimum, the greatest maximum and the
+nulls of the files; the distinct count is exact when every file kept its value set, else an upper bound (the
+non-null rows, and for integers and dates the width of the range).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import struct
 from collections.abc import Sequence
@@ -18,6 +24,8 @@ from thrift.TSerialization import deserialize, serialize
 
 from sargable.errors import DamagedMetastoreError
 from sargable.hms.bindings import TBinaryProtocol, ttypes
+from sargable.stats import FileStats
+from sargable.types import DataType
 
 _ANALYZED = struct.Struct(">q")
 _FACTORY = TBinaryProtocol.TBinaryProtocolAcceleratedFactory()
@@ -90,3 +98,51 @@ def aggregate(objs: Sequence[Any]) -> Any | None:
     return ttypes.ColumnStatisticsObj(
         colName=objs[0].colName, colType=objs[0].colType, statsData=ttypes.ColumnStatisticsData(**{name: merged})
     )
+
+
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def _hive_decimal(value: decimal.Decimal, scale: int) -> Any:
+    unscaled = int(value.scaleb(scale).to_integral_value())
+    return ttypes.Decimal(scale=scale, unscaled=unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True))
+
+
+def _distinct(files: Sequence[FileStats], name: str, dtype: DataType, low: Any, high: Any, present: int) -> int:
+    """The number of distinct non-null values: exact from the files' value sets, else an upper bound."""
+    sets = [f.columns[name].distinct for f in files if f.columns[name].null_count != f.row_count]
+    if all(values is not None for values in sets):
+        return len(frozenset().union(*sets))
+    if low is not None and (dtype.is_integral or dtype.name == "date"):
+        width = (high - low).days + 1 if dtype.name == "date" else high - low + 1
+        return min(present, width)
+    return present
+
+
+def from_files(files: Sequence[FileStats], columns: Sequence[tuple[str, DataType]]) -> list[Any]:
+    """Statistics objects of the columns whose type has Hive statistics and that every file has statistics of
+    (others are left out)."""
+    out = []
+    for name, dtype in columns:
+        stats = [f.columns.get(name) for f in files]
+        if not (dtype.is_numeric or dtype.name == "date") or any(c is None or c.null_count is None for c in stats):
+            continue
+        if any((c.min is None or c.max is None) and c.null_count != f.row_count for c, f in zip(stats, files)):
+            continue
+        nulls = sum(c.null_count for c in stats)
+        present = sum(f.row_count for f in files) - nulls
+        low = _least([c.min for c in stats])
+        high = _greatest([c.max for c in stats])
+        ndv = _distinct(files, name, dtype, low, high, present)
+        if dtype.is_integral:
+            data = ttypes.ColumnStatisticsData(longStats=ttypes.LongColumnStatsData(low, high, nulls, ndv))
+        elif dtype.is_floating:
+            data = ttypes.ColumnStatisticsData(doubleStats=ttypes.DoubleColumnStatsData(low, high, nulls, ndv))
+        elif dtype.name == "decimal":
+            bounds = [None if v is None else _hive_decimal(v, dtype.scale or 0) for v in (low, high)]
+            data = ttypes.ColumnStatisticsData(decimalStats=ttypes.DecimalColumnStatsData(*bounds, nulls, ndv))
+        else:
+            days = [None if v is None else ttypes.Date((v - _EPOCH).days) for v in (low, high)]
+            data = ttypes.ColumnStatisticsData(dateStats=ttypes.DateColumnStatsData(*days, nulls, ndv))
+        out.append(ttypes.ColumnStatisticsObj(colName=name.lower(), colType=str(dtype), statsData=data))
+    return out
