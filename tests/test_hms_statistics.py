@@ -311,3 +311,33 @@ def test_registered_files_answer_without_an_analyze(server, specs):
         assert aggr.partsFound == len({spec["part"] for spec in specs})
         got = {obj.colName: _plain(obj)[:3] for obj in aggr.colStats}
         assert got == {column: _expected(specs, column)[:3] for column in ("n", "v", "m", "d")}
+
+
+def test_table_parameters_carry_the_true_totals(server, client):
+    """numFiles / numRows / totalSize of a table whose files sargable registers are its totals after every commit
+    (what Spark sizes a table by), in every call that returns the table; a table whose files come from folders
+    keeps what its writers set."""
+    with Metastore.open(server.metastore_url, warehouse=server.warehouse) as ms:
+        ms.create_database("tot", if_not_exists=True)
+        ms.create_table("tot", "t", columns=[("n", "bigint")], partition_keys=[("ds", "string")])
+        location = ms.table("tot.t").location
+
+        def commit(part: str, rows: int, size: int) -> None:
+            added = FileStats(f"{location}/ds={part}/f.parquet", rows, size, partition={"ds": part})
+            ms.commit("tot", "t", add_files=[added])
+
+        def shown() -> list[dict]:
+            tables = [
+                client.get_table("tot", "t"),
+                client.get_table_req(ttypes.GetTableRequest(dbName="tot", tblName="t")).table,
+                *client.get_table_objects_by_name("tot", ["t"]),
+            ]
+            return [{k: t.parameters.get(k) for k in ("numFiles", "numRows", "totalSize")} for t in tables]
+
+        assert shown() == [{"numFiles": "0", "numRows": "0", "totalSize": "0"}] * 3
+        commit("a", 10, 1000)
+        assert shown() == [{"numFiles": "1", "numRows": "10", "totalSize": "1000"}] * 3
+        commit("b", 5, 24)
+        assert shown() == [{"numFiles": "2", "numRows": "15", "totalSize": "1024"}] * 3
+    flat = client.get_table("st", "parts")
+    assert "numRows" not in flat.parameters

@@ -10,6 +10,7 @@ to `get_partitions_by_filter`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import threading
@@ -362,18 +363,18 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def get_table(self, dbname: str, tbl_name: str) -> Encoded:
-        return Encoded(TType.STRUCT, self._codec(dbname, tbl_name).table_bytes)
+        return Encoded(TType.STRUCT, self._table_bytes(self._handle(dbname, tbl_name)))
 
     @_hive_api
     def get_table_req(self, req: Any) -> Any:
-        return ttypes.GetTableResult(table=self._view(req.dbName, req.tblName).thrift())
+        return ttypes.GetTableResult(table=self._table_object(self._handle(req.dbName, req.tblName)))
 
     @_hive_api
     def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Any]:
         out = []
         for name in tbl_names or []:
             try:
-                out.append(self.cache.codec(self.catalog.get_table(dbname, name)).view.thrift())
+                out.append(self._table_object(self.catalog.table(dbname, name)))
             except NoSuchObjectError:
                 continue
         return out
@@ -721,6 +722,36 @@ class Handler(ThriftHiveMetastore.Iface):
         self, db_name: str, tbl_name: str, new_part: Any, environment_context: Any
     ) -> None:
         self.alter_partitions(db_name, tbl_name, [new_part])
+
+    # ------------------------------------------------------------------------------------ table statistics
+
+    def _totals(self, handle: Table) -> dict[str, str]:
+        """Hive's `numFiles`, `numRows` and `totalSize` of a table whose files sargable registers, from its totals
+        (none for a table whose files come from folders: its writers set them)."""
+        if handle.files_from_folders:
+            return {}
+        stats = handle.stats()
+        return {"numFiles": str(stats.files), "numRows": str(stats.rows), "totalSize": str(stats.bytes)}
+
+    def _table_bytes(self, handle: Table) -> bytes:
+        """The encoded `Table` of `get_table`, its parameters holding the table's totals (cached by version: every
+        commit bumps it)."""
+        totals = self._totals(handle)
+        if not totals:
+            return self.cache.codec(handle.definition).table_bytes
+        hit = self.cache.get(handle.definition, ("table", "totals"))
+        if hit is not None:
+            return hit.payload
+        shown = dataclasses.replace(handle.definition, properties={**handle.definition.properties, **totals})
+        payload = TableCodec(TableView(shown)).table_bytes
+        self.cache.put(handle.definition, ("table", "totals"), CachedReply(0, payload))
+        return payload
+
+    def _table_object(self, handle: Table) -> Any:
+        """The Thrift `Table` of a table, its parameters holding the table's totals (see `_totals`)."""
+        table = self.cache.codec(handle.definition).view.thrift()
+        table.parameters = {**(table.parameters or {}), **self._totals(handle)}
+        return table
 
     # ------------------------------------------------------------------------------------------------ locks
 
