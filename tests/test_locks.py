@@ -1,6 +1,7 @@
 """The lock table of `sargable.metastore.locks` against an independent model of Hive's lock manager (its ordered
-lock list scanned backwards through Hive's jump table of lock types and states), on both backends; concurrent
-lockers over one store; expiry without heartbeats."""
+lock list scanned backwards through Hive's jump table of lock types and states), on both backends, each step through
+either of two connections (as two servers over one store); concurrent lockers over one store; expiry without
+heartbeats."""
 
 from __future__ import annotations
 
@@ -111,11 +112,13 @@ component_st = st.builds(
 class LockMachine(RuleBasedStateMachine):
     ids = Bundle("ids")
 
-    def __init__(self, store) -> None:
+    def __init__(self, stores) -> None:
         super().__init__()
-        self.store = store
-        store.delete_range(CATALOG, *key_range(locks.LOCK_PREFIX))
-        store.delete(CATALOG, locks.LOCK_ID_KEY)
+        self.stores = stores
+        """Two connections to one store, as two servers have: each step goes through either."""
+        self.store = stores[0]
+        self.store.delete_range(CATALOG, *key_range(locks.LOCK_PREFIX))
+        self.store.delete(CATALOG, locks.LOCK_ID_KEY)
         self.model = Model()
         self.now = 1000.0
 
@@ -123,9 +126,14 @@ class LockMachine(RuleBasedStateMachine):
     def unknown(self) -> int:
         return 999
 
-    @rule(target=ids, components=st.lists(component_st, min_size=1, max_size=3), timeout=st.sampled_from([5, 20]))
-    def acquire(self, components, timeout) -> int:
-        lock = locks.acquire(self.store, components, now=self.now, timeout=timeout, user="u", host="h")
+    @rule(
+        target=ids,
+        components=st.lists(component_st, min_size=1, max_size=3),
+        timeout=st.sampled_from([5, 20]),
+        via=st.sampled_from([0, 1]),
+    )
+    def acquire(self, components, timeout, via) -> int:
+        lock = locks.acquire(self.stores[via], components, now=self.now, timeout=timeout, user="u", host="h")
         self.model.expire(self.now)
         self.model.last_id += 1
         assert lock.id == self.model.last_id
@@ -140,37 +148,37 @@ class LockMachine(RuleBasedStateMachine):
         assert lock.state == self.model.locks[lock.id]["state"]
         return lock.id
 
-    def _expect_missing(self, call, lock_id) -> bool:
+    def _expect_missing(self, call, lock_id, via) -> bool:
         self.model.expire(self.now)
         if lock_id in self.model.locks:
             return False
         with pytest.raises(locks.NoSuchLockError, match=f"no lock {lock_id}"):
-            call(self.store, lock_id, now=self.now)
+            call(self.stores[via], lock_id, now=self.now)
         return True
 
-    @rule(lock_id=ids)
-    def check(self, lock_id) -> None:
-        if self._expect_missing(locks.check, lock_id):
+    @rule(lock_id=ids, via=st.sampled_from([0, 1]))
+    def check(self, lock_id, via) -> None:
+        if self._expect_missing(locks.check, lock_id, via):
             return
-        lock = locks.check(self.store, lock_id, now=self.now)
+        lock = locks.check(self.stores[via], lock_id, now=self.now)
         mine = self.model.locks[lock_id]
         mine["heartbeat"] = self.now
         if mine["state"] == "waiting" and self.model.grantable(lock_id):
             mine["state"] = "acquired"
         assert lock.state == mine["state"]
 
-    @rule(lock_id=ids)
-    def heartbeat(self, lock_id) -> None:
-        if self._expect_missing(locks.heartbeat, lock_id):
+    @rule(lock_id=ids, via=st.sampled_from([0, 1]))
+    def heartbeat(self, lock_id, via) -> None:
+        if self._expect_missing(locks.heartbeat, lock_id, via):
             return
-        locks.heartbeat(self.store, lock_id, now=self.now)
+        locks.heartbeat(self.stores[via], lock_id, now=self.now)
         self.model.locks[lock_id]["heartbeat"] = self.now
 
-    @rule(lock_id=ids)
-    def release(self, lock_id) -> None:
-        if self._expect_missing(locks.release, lock_id):
+    @rule(lock_id=ids, via=st.sampled_from([0, 1]))
+    def release(self, lock_id, via) -> None:
+        if self._expect_missing(locks.release, lock_id, via):
             return
-        locks.release(self.store, lock_id, now=self.now)
+        locks.release(self.stores[via], lock_id, now=self.now)
         del self.model.locks[lock_id]
 
     @rule(seconds=st.sampled_from([0.5, 3, 6, 15, 25]))
@@ -206,11 +214,13 @@ class LockMachine(RuleBasedStateMachine):
                         assert not (overlap(x, y) and not exempt(x, y) and JUMP[x.type, y.type, "acquired"] == WAIT)
 
 
-def test_lock_table_follows_hives_rules(metastore):
+def test_lock_table_follows_hives_rules(metastore, metastore_url, tmp_path):
     examples = 60 if metastore.store.backend == "sqlite" else 25
-    run_state_machine_as_test(
-        lambda: LockMachine(metastore.store), settings=settings(max_examples=examples, stateful_step_count=30)
-    )
+    with Metastore.open(metastore_url, warehouse=tmp_path) as other:
+        stores = (metastore.store, other.store)
+        run_state_machine_as_test(
+            lambda: LockMachine(stores), settings=settings(max_examples=examples, stateful_step_count=30)
+        )
 
 
 # ----------------------------------------------------------------------------------------- plain behaviour
