@@ -132,3 +132,11 @@ def test_read_only_server_serves_locks(servers, tmp_path):
         lock = client.lock(_request((SR, "ro", "t")))
         assert lock.state == ACQUIRED
         client.unlock(ttypes.UnlockRequest(lockid=lock.lockid))
+
+
+def test_a_bad_lock_timeout_setting_is_named(servers, tmp_path, monkeypatch):
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "soon")
+    with SargableServe(tmp_path, servers[0].metastore_url) as serve, thrift_client(serve.port) as client:
+        with pytest.raises(TApplicationException, match=r"SARGABLE_LOCK_TIMEOUT must be a positive number.*'soon'"):
+            client.lock(_request((X, "db", "t")))
+        assert client.show_locks(ttypes.ShowLocksRequest()).locks == []

@@ -770,11 +770,15 @@ class Handler(ThriftHiveMetastore.Iface):
             first = wanted[0]
             self.note.table = first.database if first.table is None else _table_name(first.database, first.table)
         try:
+            timeout = self.lock_timeout or locking.lock_timeout()
+        except SargableError as exc:
+            raise locking.refused("lock", str(exc)) from None
+        try:
             taken = locks.acquire(
                 self._store(),
                 wanted,
                 now=time.time(),
-                timeout=self.lock_timeout or locking.lock_timeout(),
+                timeout=timeout,
                 user=rqst.user or "",
                 host=rqst.hostname or "",
                 agent=rqst.agentInfo or "",
