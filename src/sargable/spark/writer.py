@@ -500,7 +500,7 @@ def _commit(
 def vacuum(
     table: str, metastore: Metastore | str | None = None, dry_run: bool = True, *, older_than: float = 0.0
 ) -> list[str]:
-    """The files under the table's location that no table references (left by failed writes): with
+    """The garbage of the table's failed writes (and its removed files past their retention): with
     `dry_run=False`, those deleted. See `sargable.vacuum` for what counts as garbage and what is never deleted.
 
     `older_than` (seconds) spares files younger than that, so a write still in progress keeps its staged files.
