@@ -107,7 +107,7 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
         if tbl.files_from_folders:
             raise SargableError(
                 f"table {tbl.qualified_name} is filled by engines that don't register their files (it was made "
-                "through the Hive metastore API): sargable wrote none of them, so vacuum has nothing to delete there"
+                "through the Hive metastore API): sargable wrote none of its files, so vacuum refuses it"
             )
         listed = [f.path for f in handle.iter_files(stats=False)]
         writes, recorded = handle.write_intents()
