@@ -196,3 +196,24 @@ def test_vacuum_never_lists_a_planted_file_and_still_finds_failed_writes(scratch
     done = vacuum(ms, database, model.name, dry_run=False)
     assert set(done.deleted) == expected and before - files_under(case) == expected
     assert all(p.exists() for p in model.planted)
+
+
+def test_a_write_never_claims_a_file_already_at_its_target(metastore, tmp_path):
+    """A write records its files' final paths before moving them in: a path where a file already is refuses the
+    write (rather than replace the file or let a failed write's intent claim it for vacuum)."""
+    pytest.importorskip("pyspark")
+    from sargable.deletion import Deleter
+    from sargable.errors import SargableError
+    from sargable.spark import writer
+
+    metastore.create_database("d")
+    metastore.create_table("d", "t", [("x", "int")], [("ds", "string")], str(tmp_path / "t"))
+    deleter = Deleter(metastore, metastore.get_table("d", "t"))
+    staging = writer.new_staging(deleter)
+    foreign = touch(tmp_path / "t" / "ds=a" / "part-00000-c000.snappy.parquet")
+    with pytest.raises(SargableError, match="already exists"):
+        writer.record_targets(deleter, staging, [str(tmp_path / "t/ds=a/new.parquet"), str(foreign)])
+    writes, recorded = metastore.table("d", "t").write_intents()
+    assert [w.write_id for w in writes] == [os.path.basename(staging)] and recorded == {}
+    assert writer.discard(deleter, [str(foreign)], staging) != [] and foreign.exists()
+    assert metastore.table("d", "t").write_intents()[0] != [], "a write that left something keeps its intent"

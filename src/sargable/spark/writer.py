@@ -380,10 +380,23 @@ def stage(
     with _timed(phases, "footers"), spark_progress(df.sparkSession, console, f"reading {len(items):,} footers"):
         files = _footer_stats(df.sparkSession, items, table)
     _check_totals(files, spark_rows, items)
-    _handle(deleter).record_write(posixpath.basename(staging), [target for _, target, _, _ in items])
+    record_targets(deleter, staging, [target for _, target, _, _ in items])
     with _timed(phases, "move"), _status(console, f"moving {len(items)} files into {deleter.location}"):
         _move(fs, staging, items, moved, cluttered if table.partition_keys and split_by is None else None)
     return files
+
+
+def record_targets(deleter: Deleter, staging: str, targets: list[str]) -> None:
+    """Record the final paths of the write's files in its intent, before they are moved there; a path where a file
+    already is (one sargable did not write, or a name Spark reused) refuses the write rather than replace that file
+    or let the intent claim it."""
+    taken = next((target for target in targets if deleter.fs.info(target) is not None), None)
+    if taken is not None:
+        raise SargableError(
+            f"{taken!r} already exists: the write is refused rather than replace a file it did not write; nothing "
+            "was committed"
+        )
+    _handle(deleter).record_write(posixpath.basename(staging), targets)
 
 
 def _move(
