@@ -23,7 +23,14 @@ from urllib.parse import unquote, urlparse
 
 from thrift.Thrift import TException, TType
 
-from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
+from sargable.errors import (
+    AlreadyExistsError,
+    DamagedMetastoreError,
+    MetastoreError,
+    NoSuchObjectError,
+    SargableError,
+    StoreError,
+)
 from sargable.hms import locking, statistics
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
@@ -460,16 +467,21 @@ class Handler(ThriftHiveMetastore.Iface):
         if new_tbl.dbName and new_tbl.dbName.lower() != old.table.database:
             raise ttypes.InvalidOperationException(message="moving a table to another database is not supported")
         definition = table_definition(new_tbl)
-        self.catalog.alter_table(
-            old.table.database,
-            old.table.name,
-            definition.name,
-            definition.columns,
-            definition.partition_keys,
-            definition.location,
-            definition.properties,
-            definition.hive,
-        )
+        try:
+            self.catalog.alter_table(
+                old.table.database,
+                old.table.name,
+                definition.name,
+                definition.columns,
+                definition.partition_keys,
+                definition.location,
+                definition.properties,
+                definition.hive,
+            )
+        except MetastoreError as exc:  # Hive's answer to an alter it can't make (a name taken, a folder in the way)
+            if isinstance(exc, (DamagedMetastoreError, NoSuchObjectError)):
+                raise
+            raise ttypes.InvalidOperationException(message=str(exc)) from None
 
     @_hive_api
     def alter_table_with_environment_context(

@@ -353,8 +353,8 @@ def lock_table(
         table.partition_keys != validated.partition_keys or table.columns != validated.columns
     ):
         raise CommitConflictError(
-            f"table {table.qualified_name} was re-created with other columns while this change was prepared; "
-            "re-read the table and retry"
+            f"table {table.qualified_name} was re-created or altered with other columns while this change was "
+            "prepared; re-read the table and retry"
         )
     if expected_version is not None and table.version != expected_version:
         raise CommitConflictError(

@@ -101,7 +101,10 @@ def writes(store: Store, table_id: int) -> list[WriteIntent]:
 def record(store: Store, table_id: int, write_id: str, paths: Iterable[str]) -> None:
     """Record the final paths a begun write is about to move its files to (inside a write transaction)."""
     if get(store, table_id, write_id) is None:
-        raise MetastoreError(f"write {write_id} of table id {table_id} has not begun, or has ended")
+        raise MetastoreError(
+            f"write {write_id} of table id {table_id} is not registered: the table's location changed while it ran "
+            "(a location change ends the table's unfinished writes), or it has ended; nothing of it was committed"
+        )
     store.put_many(CATALOG, [(_path_key(table_id, path), write_id.encode()) for path in paths])
 
 
