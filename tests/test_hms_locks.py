@@ -4,6 +4,7 @@ expires by its own server's timeout on the other server too; Hive's exceptions f
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -140,3 +141,40 @@ def test_a_bad_lock_timeout_setting_is_named(servers, tmp_path, monkeypatch):
         with pytest.raises(TApplicationException, match=r"SARGABLE_LOCK_TIMEOUT must be a positive number.*'soon'"):
             client.lock(_request((X, "db", "t")))
         assert client.show_locks(ttypes.ShowLocksRequest()).locks == []
+
+
+def test_exclusive_holders_through_two_servers_never_overlap(servers):
+    """Four clients, two per server, take one exclusive table lock ten times each, polling while they wait: no two
+    ever hold it at once, and every request is granted in the end."""
+    holders, most, entered, errors = [0], [0], [0], []
+    guard = threading.Lock()
+
+    def client(port: int) -> None:
+        try:
+            with thrift_client(port) as c:
+                for _ in range(10):
+                    lock = c.lock(_request((X, "mutex", "t")))
+                    polls = 0
+                    while lock.state != ACQUIRED:
+                        polls += 1
+                        assert polls < 5000, "never granted"
+                        time.sleep(0.002)
+                        lock = c.check_lock(ttypes.CheckLockRequest(lockid=lock.lockid))
+                    with guard:
+                        holders[0] += 1
+                        most[0] = max(most[0], holders[0])
+                        entered[0] += 1
+                    time.sleep(0.001)
+                    with guard:
+                        holders[0] -= 1
+                    c.unlock(ttypes.UnlockRequest(lockid=lock.lockid))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=client, args=(servers[n % 2].port,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (entered[0], most[0]) == (40, 1)
