@@ -150,9 +150,6 @@ class Catalog:
             hive=hive,
         )
 
-    def get_table(self, database: str, name: str) -> TableDefinition:
-        return self.metastore.get_table(database, name)
-
     def table(self, database: str, name: str) -> Table:
         """The table's handle at its current version (NoSuchObjectError when it does not exist)."""
         return self.metastore.table(database, name)
