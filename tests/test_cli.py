@@ -240,10 +240,13 @@ def test_vacuum_lists_and_deletes_only_unreferenced_files(capsys, tmp_path, meta
         location = Path(ms.get_table("sales", "events").location)
         kept = location / "ds=2024-01-01" / "hr=1" / "part-0.parquet"
         stray = location / "ds=2024-01-01" / "hr=2" / "part-9.parquet"
-        for path in (kept, stray):
-            path.parent.mkdir(parents=True)
+        foreign = location / "ds=2024-01-01" / "hr=2" / "part-8.parquet"
+        for path in (kept, stray, foreign):
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"PAR1")
         ms.add_files("sales", "events", [sg.FileStats(str(kept), 1, 4, partition={"ds": "2024-01-01", "hr": 1})])
+        failed = ms.table("sales", "events").begin_write()  # a write that recorded `stray` and died
+        ms.table("sales", "events").record_write(failed.write_id, [str(stray)])
     base = ["--metastore", metastore_url, "vacuum", "sales.events"]
     code, out, _ = run(capsys, *base, "--json")
     assert code == 0 and json.loads(out)["files"] == []  # younger than the default hour
@@ -258,7 +261,7 @@ def test_vacuum_lists_and_deletes_only_unreferenced_files(capsys, tmp_path, meta
     assert stray.exists()
     code, out, _ = run(capsys, *base, "--older-than", "0", "--delete", "--json")
     assert code == 0 and json.loads(out)["files"] == [str(stray)]
-    assert not stray.exists() and kept.exists()
+    assert not stray.exists() and kept.exists() and foreign.exists()
     code, out, _ = run(capsys, *base, "--older-than", "0")
     assert code == 0 and "no unreferenced files" in out
 

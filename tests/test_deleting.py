@@ -49,6 +49,22 @@ def register(ms: Metastore, table: str, path: str, partition: dict[str, Any]) ->
     ms.commit(db, name, add_files=[sg.FileStats(path, 1, 4, partition=partition)])
 
 
+def written(ms: Metastore, table: str, *paths: Path) -> list[Path]:
+    """Files an unfinished (failed) write of the table left: its intent begun and their paths recorded (a path in
+    its staging folder is given relative to it, as `STAGED / "part-0.parquet"`)."""
+    db, name = table.split(".")
+    handle = ms.table(db, name)
+    intent = handle.begin_write()
+    staging = Path(intent.location) / "_sargable_staging" / intent.write_id
+    out = [staging.joinpath(*p.parts[1:]) if p.parts[:1] == (STAGED,) else p for p in paths]
+    handle.record_write(intent.write_id, [str(p) for p in out if staging not in p.parents])
+    return [touch(p) for p in out]
+
+
+STAGED = "<staged>"
+"""The first component of a path `written` puts in the write's staging folder."""
+
+
 def files_under(root: Path) -> set[str]:
     """Every regular file below `root`, found without following a symlink (the oracle's own walk)."""
     found = set()
@@ -100,32 +116,36 @@ def test_vacuum_never_follows_a_symlink(ms: Metastore, tmp_path: Path) -> None:
     (location / "ds=b").symlink_to(elsewhere, target_is_directory=True)
     (location / "ds=c").mkdir()
     (location / "ds=c" / "link.parquet").symlink_to(precious[0])
-    garbage = touch(location / "ds=c" / "stray.parquet")
+    (garbage,) = written(ms, table, location / "ds=c" / "stray.parquet")
+    foreign = touch(location / "ds=c" / "part-00000-0b5a-c000.snappy.parquet")
     assert vacuum(ms, table) == [str(garbage)]
     assert all(p.exists() for p in precious) and (location / "ds=c" / "link.parquet").is_symlink()
-    assert not garbage.exists()
+    assert not garbage.exists() and foreign.exists()
 
 
-def test_vacuum_keeps_hidden_files_and_empties_only_the_staging_folder(ms: Metastore) -> None:
+def test_vacuum_keeps_foreign_files_and_empties_only_the_staging_folder(ms: Metastore) -> None:
     table, location = new_table(ms)
-    hidden = [
+    foreign = [
         touch(location / "_SUCCESS"),
         touch(location / "ds=a" / ".part-0.parquet.crc"),
         touch(location / ".sargable" / "notes.parquet"),
         touch(location / "_tmp" / "part-1.parquet"),
+        touch(location / "_sargable_staging" / "0123abcd" / "ds=a" / "part-9.parquet"),
     ]
-    staging = location / "_sargable_staging" / "0123abcd"
-    staged = [
-        touch(staging / "ds=a" / "part-2.parquet"),
-        touch(staging / "ds=a" / ".part-2.parquet.crc"),
-        touch(staging / "_SUCCESS"),
-        touch(staging / "_temporary" / "0" / "x"),
-    ]
+    staged = written(
+        ms,
+        table,
+        Path(STAGED, "ds=a", "part-2.parquet"),
+        Path(STAGED, "ds=a", ".part-2.parquet.crc"),
+        Path(STAGED, "_SUCCESS"),
+        Path(STAGED, "_temporary", "0", "x"),
+    )
     assert sgs.vacuum(table, metastore=ms, dry_run=False, older_than=3600) == []
-    assert all(p.exists() for p in hidden + staged)
+    assert all(p.exists() for p in foreign + staged)
     assert sorted(vacuum(ms, table)) == sorted(str(p) for p in staged)
-    assert all(p.exists() for p in hidden)
-    assert not (location / "_sargable_staging").exists()
+    assert all(p.exists() for p in foreign)
+    assert list((location / "_sargable_staging").iterdir()) == [location / "_sargable_staging" / "0123abcd"]
+    assert ms.table(table).write_intents() == ([], {}), "the failed write is forgotten once its files are gone"
 
 
 def test_the_deleter_never_reaches_a_file_through_a_symlink(ms: Metastore, tmp_path: Path) -> None:
@@ -150,27 +170,29 @@ def test_the_deleter_never_reaches_a_file_through_a_symlink(ms: Metastore, tmp_p
         assert re.search(reason, deleter.delete(path) or ""), (path, deleter.delete(path))
     assert outside.exists() and (location / "ds=a" / "listed.parquet").exists()
     assert deleter.delete(str(location / "ds=a" / "missing.parquet")) is None
-    extra = touch(location / "ds=a" / "extra.parquet")
+    foreign = touch(location / "ds=a" / "foreign.parquet")
+    assert "did not write" in (deleter.delete(str(foreign)) or "") and foreign.exists()
+    (extra,) = written(ms, table, location / "ds=a" / "extra.parquet")
     assert deleter.refusal(str(extra)) is None and extra.exists()
     assert deleter.delete(str(extra)) is None and not extra.exists()
 
 
-def test_clearing_a_dropped_tables_folder_goes_through_the_checks(ms: Metastore, tmp_path: Path) -> None:
-    """What `sargable demo --rebuild` does to its tables: drop, then clear the folder through `sargable.deletion`."""
-    from sargable.deletion import Deleter
+def test_purging_a_table_deletes_only_what_sargable_wrote(ms: Metastore, tmp_path: Path) -> None:
+    """What `sargable demo --rebuild` does to its tables: its committed files and a failed write's leftovers go,
+    through `sargable.deletion`; foreign files, a nested table's files and what a symlink leads to stay."""
+    from sargable.vacuum import purge
 
     table, location = new_table(ms)
     _, other_location = new_table(ms, "inner", location=str(location / "inner"), share_location=True)
     outside = touch(tmp_path / "outside" / "f.parquet")
-    files = [touch(location / "ds=a" / "part-0.parquet"), touch(location / "_sargable_staging" / "x" / "_SUCCESS")]
+    files = [touch(location / "ds=a" / "part-0.parquet"), *written(ms, table, Path(STAGED, "_SUCCESS"))]
     register(ms, table, str(files[0]), {"ds": "a"})
     theirs = touch(other_location / "part-1.parquet")
+    foreign = touch(location / "ds=c" / "part-0.parquet")
     (location / "ds=b").symlink_to(outside.parent, target_is_directory=True)
-    deleter = Deleter(ms, ms.get_table("db", "t"))
-    ms.drop_table("db", "t")
-    left = dict(deleter.clear(str(location)))
-    assert not any(p.exists() for p in files) and outside.exists() and theirs.exists()
-    assert "symlink" in left[f"{location}/ds=b"] and "table db.inner" in left[str(theirs)]
+    purge(ms, "db", "t")
+    assert ms.list_tables("db") == ["inner"]
+    assert not any(p.exists() for p in files) and outside.exists() and theirs.exists() and foreign.exists()
     assert not (location / "ds=a").exists() and not (location / "_sargable_staging").exists()
 
 
@@ -190,7 +212,7 @@ def test_vacuum_keeps_files_registered_under_any_spelling(ms: Metastore) -> None
         kept.append(path)
         assert ms.has_file("db", "t", str(path)) and ms.has_file("db", "t", spell(path))
     assert sorted(f.path for f in ms.list_files("db", "t")) == sorted(str(p) for p in kept)
-    stray = touch(location / "ds=uri" / "stray.parquet")
+    (stray,) = written(ms, table, location / "ds=uri" / "stray.parquet")
     assert vacuum(ms, table) == [str(stray)]
     assert all(p.exists() for p in kept)
 
@@ -248,9 +270,9 @@ def test_a_shared_location_is_never_vacuumed_across(ms: Metastore) -> None:
     outer, location = new_table(ms, "outer")
     inner, inner_location = new_table(ms, "inner", location=str(location / "ds=inner"), share_location=True)
     assert inner_location == location / "ds=inner"
-    theirs = [touch(inner_location / "part-0.parquet"), touch(inner_location / "stray.parquet")]
+    theirs = [touch(inner_location / "part-0.parquet"), *written(ms, inner, inner_location / "stray.parquet")]
     register(ms, inner, str(theirs[0]), {"ds": "a"})
-    ours = touch(location / "ds=a" / "stray.parquet")
+    (ours,) = written(ms, outer, location / "ds=a" / "stray.parquet")
     listed_by_inner = touch(location / "ds=b" / "part-1.parquet")
     register(ms, inner, str(listed_by_inner), {"ds": "b"})
     assert vacuum(ms, outer) == [str(ours)]
@@ -304,7 +326,7 @@ def test_entries_of_earlier_versions_are_kept_under_every_reading(ms: Metastore,
         register(ms, table, spelling, {"ds": str(index)})
     monkeypatch.undo()
     assert sorted(f.path for f in ms.list_files("db", "t")) == sorted(spellings)
-    stray = touch(location / "ds=a" / "stray.parquet")
+    (stray,) = written(ms, table, location / "ds=a" / "stray.parquet")
     assert vacuum(ms, table) == [str(stray)]
     assert all(p.exists() for p in kept)
 
@@ -318,7 +340,7 @@ def test_relative_file_paths_are_taken_below_the_table(ms: Metastore) -> None:
 # ------------------------------------------------------------------------------------------ the property
 
 
-NAMES = ["ds=1", "ds=2", "ds=3", "x", ".hidden", "_tmp", "_sargable_staging", "a b", "%2F"]
+NAMES = ["ds=1", "ds=2", "ds=3", "x", ".hidden", "_tmp", "_sargable_staging", "a b", "%2F", STAGED]
 KINDS = ["file", "file", "file", "dir-link", "file-link", "dangling-link"]
 SPELLINGS = ["plain", "uri", "hadoop", "double-slash", "dot", "relative"]
 
@@ -362,20 +384,26 @@ def scratch(request, tmp_path_factory):
 @given(
     tree=entries,
     registered=st.lists(st.tuples(st.integers(0, 13), st.sampled_from(SPELLINGS)), max_size=8),
+    recorded=st.lists(st.integers(0, 13), max_size=6),
     outside_registered=st.booleans(),
     nested=st.booleans(),
 )
-def test_vacuum_deletes_exactly_the_garbage_set(scratch, tree, registered, outside_registered, nested) -> None:
+def test_vacuum_deletes_exactly_the_garbage_set(
+    scratch, tree, registered, recorded, outside_registered, nested
+) -> None:
+    """Garbage: the files a failed write staged or recorded that no table lists and no nested table holds."""
     ms, root = scratch
     case = root / uuid.uuid4().hex[:10]
     location, outside = case / "t", case / "outside"
     name = f"t{case.name}"
     ms.create_table("db", name, [("x", "int")], [("ds", "string")], location=str(location))
+    intent = ms.table("db", name).begin_write()
+    staging = location / "_sargable_staging" / intent.write_id
     targets = [touch(outside / "kept.parquet"), touch(outside / "sub" / "deep.parquet")]
     (outside / "inner").mkdir()
     files = []
     for parts, kind, leaf in tree:
-        folder = location.joinpath(*parts)
+        folder = location.joinpath(*(str(staging) if part == STAGED else part for part in parts))
         if folder.is_symlink() or any(p.is_symlink() or p.is_file() for p in folder.parents if case in p.parents):
             continue
         path = folder / leaf
@@ -416,15 +444,14 @@ def test_vacuum_deletes_exactly_the_garbage_set(scratch, tree, registered, outsi
         listed.add(str(path))
     if outside_registered:
         ms.commit("db", name, add_files=[sg.FileStats(str(targets[0]), 1, 4, partition={"ds": "o"})])
-
-    def visible(path: str) -> bool:
-        parts = Path(path).relative_to(location).parts
-        return parts[0] == "_sargable_staging" or not any(re.match(r"\.|_(?!.*=)", p) for p in parts)
-
+    ours = {str(files[index % len(files)]) for index in recorded if files}
+    ms.table("db", name).record_write(intent.write_id, sorted(ours))
     garbage = {
         path
         for path in files_under(location)
-        if path not in listed and visible(path) and not (nested and Path(inner_location) in Path(path).parents)
+        if path not in listed
+        and (path in ours or staging in Path(path).parents)
+        and not (nested and Path(inner_location) in Path(path).parents)
     }
     event(f"garbage: {'some' if garbage else 'none'}; kept as listed: {'some' if listed else 'none'}")
     event(f"symlinks: {any(os.path.islink(p) for p in _entries(location))}; nested table: {nested}")

@@ -171,7 +171,7 @@ def test_partitions_are_added_with_parameters_and_hive_fields_in_one_write(metas
     assert kept.hive == later
 
 
-def test_replace_table_keeps_partitions_files_and_indexes(metastore):
+def test_alter_table_keeps_partitions_files_and_indexes(metastore):
     catalog = Catalog(metastore)
     metastore.create_database("d", location="/w/d.db")
     metastore.create_table("d", "t", [("x", "int")], [("ds", "string"), ("hr", "int")], "/w/d.db/t", index_all=True)
@@ -196,7 +196,7 @@ def test_replace_table_keeps_partitions_files_and_indexes(metastore):
 
     table = metastore.get_table("d", "t")
     hive = HiveTable(owner="bob", columns=(("x", "int", "the x"), ("y", "string", None)))
-    renamed = catalog.replace_table(
+    renamed = catalog.alter_table(
         "d", "t", "u", [("x", "int"), ("y", "string")], table.partition_keys, "/moved/u", {"k": "v"}, hive
     )
     assert metastore.list_tables("d") == ["u"] and renamed.properties == {"k": "v"}
@@ -209,7 +209,7 @@ def test_replace_table_keeps_partitions_files_and_indexes(metastore):
     assert [f.path for f in metastore.list_files("d", "u")] == ["/w/d.db/t/ds=a/hr=1/f.parquet"]
     assert [p.values for p in metastore.get_partitions_by_filter("d", "u", "hr = 2")] == [("a", 2)]
     with pytest.raises(sg.MetastoreError, match="partition keys"):
-        catalog.replace_table("d", "u", "u", [("x", "int")], [("ds", "string")], None, {}, hive)
+        catalog.alter_table("d", "u", "u", [("x", "int")], [("ds", "string")], None, {}, hive)
 
 
 def test_the_c_accelerated_protocol_is_there():

@@ -115,6 +115,23 @@ def _read_back_sql(table: str, where: str | None) -> str:
     return f"SELECT * FROM {table}" + ("" if where is None else f" WHERE {where}") + " ORDER BY x"
 
 
+ALTERS = [
+    "ALTER TABLE s.dim ADD COLUMNS (note STRING)",
+    "INSERT INTO s.dim VALUES ('2024-01-04', true, 'new')",
+    "SELECT d, keep, note FROM s.dim ORDER BY d",
+    "ALTER TABLE s.dim RENAME TO s.dim2",
+    "SELECT d, note FROM s.dim2 ORDER BY d",
+    "CREATE TABLE s.rn (x INT, ds STRING) USING parquet PARTITIONED BY (ds)",
+    "INSERT INTO s.rn VALUES (1, 'a'), (2, 'b')",
+    "ALTER TABLE s.rn RENAME TO s.rn2",
+    "SELECT x, ds FROM s.rn2 ORDER BY x",
+    "CREATE TABLE s.rn (x INT, ds STRING) USING parquet PARTITIONED BY (ds)",
+    "SELECT count(*) FROM s.rn",
+]
+"""ALTER on a table without partition keys (issue 27 row 1) and a managed table's rename, whose data moves with it
+(its old name is free again: re-creating it failed with LOCATION_ALREADY_EXISTS)."""
+
+
 def _flow(repair_dir) -> list[str]:
     return [
         *WRITTEN,
@@ -142,6 +159,7 @@ def _flow(repair_dir) -> list[str]:
         "CREATE TABLE s.dim (d STRING, keep BOOLEAN) USING parquet",
         "INSERT INTO s.dim VALUES ('2024-01-02', true), ('2024-01-03', true), ('2024-01-01', false)",
         "SELECT e.x FROM s.ev e JOIN s.dim d ON e.ds = d.d WHERE d.keep ORDER BY e.x",
+        *ALTERS,
         *(_read_back_sql(table, where) for table, shapes in READ_BACK.items() for where in shapes),
     ]
 
@@ -237,7 +255,14 @@ def spark_run(request, tmp_path_factory, spark):
     if request.param == "sqlite":
         with SargableServe(tmp / "restarted", url) as serve:
             after = dict(zip(AFTER_RESTART, run_sql(serve.uri, tmp / "spark-warehouse", AFTER_RESTART)))
-    return {"results": results, "calls": calls, "after": after, "backend": request.param, "read_back": read_back}
+    return {
+        "results": results,
+        "calls": calls,
+        "after": after,
+        "backend": request.param,
+        "read_back": read_back,
+        "warehouse": tmp / "spark-warehouse",
+    }
 
 
 def _rows(result: dict) -> list:
@@ -292,6 +317,22 @@ def test_show_add_drop_repair_view_join(spark_run):
     assert _rows(r["SELECT * FROM s.v ORDER BY x"]) == [[1, "2024-01-01"], [5, "2024-01-03"]]
     join = "SELECT e.x FROM s.ev e JOIN s.dim d ON e.ds = d.d WHERE d.keep ORDER BY e.x"
     assert _rows(r[join]) == [[2], [4], [5], [6]]
+
+
+def test_alter_an_unpartitioned_table_and_rename_moving_data(spark_run):
+    r, warehouse = spark_run["results"], spark_run["warehouse"]
+    assert _rows(r["SELECT d, keep, note FROM s.dim ORDER BY d"]) == [
+        ["2024-01-01", False, None],
+        ["2024-01-02", True, None],
+        ["2024-01-03", True, None],
+        ["2024-01-04", True, "new"],
+    ]
+    assert [row[1] for row in _rows(r["SELECT d, note FROM s.dim2 ORDER BY d"])] == [None, None, None, "new"]
+    assert _rows(r["SELECT x, ds FROM s.rn2 ORDER BY x"]) == [[1, "a"], [2, "b"]]
+    assert _rows(r["SELECT count(*) FROM s.rn"]) == [[0]]
+    moved = warehouse / "s.db" / "rn2"
+    assert sorted(p.name for p in moved.iterdir() if not p.name.startswith((".", "_"))) == ["ds=a", "ds=b"]
+    assert not any((warehouse / "s.db" / "rn").rglob("*.parquet")), "the data moved with the rename"
 
 
 def test_same_answers_after_restart(spark_run):

@@ -216,13 +216,15 @@ def small_metastore(tmp_path_factory: pytest.TempPathFactory) -> str:
         "    ms.create_database('sales')\n"
         "    ms.create_table('sales', 'events', [('x', 'int')], [('ds', 'date'), ('hr', 'int')])\n"
         "    ms.add_partitions('sales', 'events', [('2024-01-01', h) for h in range(4)])\n"
+        "    t = ms.table('sales', 'events')\n"
+        "    t.record_write(t.begin_write().write_id, [t.location + '/stray.parquet'])\n"
         "    print(ms.get_table('sales', 'events').location)\n"
     )
     done = _run(code, url, str(folder))
     assert done.returncode == 0, done.stderr
     location = Path(done.stdout.strip())
     location.mkdir(parents=True, exist_ok=True)
-    (location / "stray.parquet").write_bytes(b"not referenced")
+    (location / "stray.parquet").write_bytes(b"left by a failed write")
     return url
 
 

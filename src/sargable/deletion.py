@@ -13,7 +13,13 @@ on the current directory). It then deletes a file only when
    identity (a hard link is the same file);
 4. no table of the metastore lists it, under any spelling (`paths.spellings`): asked right before the delete;
 5. no commit removed it from the table less than the table's retention ago (its tombstone, see
-   `sargable.metastore.tombstones`): a reader of an older snapshot may still read it.
+   `sargable.metastore.tombstones`): a reader of an older snapshot may still read it;
+6. sargable wrote it, for this table at its current location: a commit of the table removed it (its tombstone), or
+   an unfinished write of the table, begun for the location the table has now, recorded its path or staged it in
+   its staging folder (`sargable.metastore.intents`). Any other file is foreign and never deleted, whatever its
+   name or age: a file that was in the folder before the table's location pointed at it, or that another program
+   put there. The table's current definition is read again for this check, so a location changed since the
+   `Deleter` was made (an ALTER from another client) refuses every delete.
 
 Empty folders are removed only with `rmdir` (never a recursive delete). Whatever is refused or fails is returned as
 a reason, never raised, so callers (vacuum, a write's cleanup after its commit) report it.
@@ -29,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sargable.errors import DeletionRefusedError, PathError, SargableError
-from sargable.fs import DIRECTORY, FILE, FileSystem
+from sargable.fs import DIRECTORY, FILE, STAGING_DIR, FileSystem
 from sargable.metastore import Metastore, TableDefinition
 from sargable.metastore.tombstones import retention_seconds
 from sargable.paths import (
@@ -53,6 +59,13 @@ def _inside(path: str, locations: set[str]) -> bool:
 def _forms(path: str) -> set[str]:
     """A canonical path as written and, for a local one, with symlinks resolved."""
     return {path, os.path.realpath(path)} if is_local(path) else {path}
+
+
+def _canonical(location: str) -> str | None:
+    try:
+        return canonical_location(location, relative=False)
+    except PathError:
+        return None
 
 
 class Deleter:
@@ -127,12 +140,37 @@ class Deleter:
             return f"it lies under the location of table {foreign}"
         if listed:
             return f"table {', '.join(listed)} lists it"
+        if not removed:
+            return self._unclaimed(path)
         age = time.time() - max((t.removed_at for t in removed), default=0.0)
         if removed and age < retention:
             version = max(t.version for t in removed)
             return (
                 f"version {version} of {self.table.qualified_name} removed it {age:,.0f} s ago; it stays for readers "
                 f"of older snapshots until the table's retention ({retention:,.0f} s) has passed"
+            )
+        return None
+
+    def _unclaimed(self, path: str) -> str | None:
+        """Why no write of the table can have made `path` (rule 6 for a file no commit removed), or None."""
+        try:
+            current = self.ms.table_of_id(self.table.table_id)
+            if current is None:
+                return f"table {self.table.qualified_name} was dropped: nothing of it is sargable's garbage any more"
+            if _canonical(current.location) != self.location:
+                return (
+                    f"the location of {current.qualified_name} moved to {current.location!r} since this delete was "
+                    "planned"
+                )
+            parts = relative_parts(path, self.location)
+            staged = parts[1] if len(parts) > 2 and parts[0] == STAGING_DIR else None
+            intent = self.ms.write_intent(current, spellings(path), staged)
+        except SargableError as exc:
+            return f"can't ask the metastore about it: {exc}"
+        if intent is None or _canonical(intent.location) != self.location:
+            return (
+                f"no write of {self.table.qualified_name} at {self.location} made it and no commit removed it: a "
+                "file sargable did not write is never deleted"
             )
         return None
 

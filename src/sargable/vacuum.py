@@ -1,21 +1,25 @@
-"""`vacuum`: list, and on request delete, the files under a table's location that no table lists (left by failed
-or killed writes, or replaced by an overwrite whose cleanup failed). Needs no Spark.
+"""`vacuum`: list, and on request delete, the garbage of sargable's own writes to a table: files that failed or
+killed writes left, and files commits removed whose retention has passed. Needs no Spark.
 
-The garbage set of a table is every regular file below its location that
-- is reached without passing through a symlink (a symlink is reported, never followed, never deleted);
-- is not hidden (Spark's rule: a name starting with `.`, or with `_` and holding no `=`, and anything below such a
-  folder), except inside the writers' staging folder `_sargable_staging`, which is sargable's own;
-- is not listed by the table under any form of its path (entries of earlier versions included), nor by any other
-  table (asked again right before each delete), and does not lie under the location of another table nested in
-  this one's (or sharing it);
-- is not the metastore or one of its side files;
-- has not changed for `older_than` seconds (the later of modification and status-change time, so a file that a
-  writer has just renamed into place is young);
-- was not removed from the table by a commit (an optimize) less than the table's retention ago: such a file is
-  reported as kept, with the time it has left (`sargable.metastore.tombstones`).
+Nothing that isn't garbage is ever deleted, whoever moved what. Vacuum never walks the table's folder looking for
+files no table lists: it starts from what the metastore says sargable wrote (the rule is in `docs/reliability.md`):
 
-The staging folder's subfolders that had not changed for `older_than` seconds either are then removed if empty, and
-the tombstones of removed files that are gone from disk are dropped.
+- the files in the staging folder (`_sargable_staging/<write id>/`) of each unfinished write of the table that was
+  begun for the location the table has now, and the final paths such a write recorded before moving its files
+  into the table (`sargable.metastore.intents`);
+- the files commits removed from the table (their tombstones, `sargable.metastore.tombstones`): those removed less
+  than the table's retention ago are reported as kept, with the time they have left.
+
+Of those, the garbage is every regular file that no table lists under any form of its path (asked again right before
+each delete), that does not lie under the location of another table, is not the metastore or one of its side files,
+and has not changed for `older_than` seconds (the later of modification and status-change time, so a file that a
+writer has just renamed into place is young). A symlink is reported, never followed, never deleted. Any other file
+under the location (one that was there before the location pointed at its folder, one another program put there,
+one named like sargable's files) is foreign: vacuum does not list it.
+
+After deleting, the folders of old unfinished writes are removed if empty (`rmdir` only), and the metastore forgets
+what is gone: tombstones of removed files no longer on disk, recorded paths that are gone or listed, and old writes
+with nothing left.
 
 `expire_removed` deletes only the files commits removed whose retention has passed (what `optimize` runs after its
 commit), whatever their age on disk: a tombstone proves the file was committed, so no write is still making it.
@@ -25,14 +29,16 @@ Deleting goes through `sargable.deletion`, which re-checks each file immediately
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
 from sargable.deletion import Deleter
 from sargable.errors import PathError, SargableError
-from sargable.fs import DIRECTORY, FILE, STAGING_DIR, SYMLINK, Entry, hidden
-from sargable.metastore import Metastore, Table
-from sargable.paths import canonical_location, is_within, join_path, relative_parts, stored_forms
+from sargable.fs import FILE, STAGING_DIR, SYMLINK
+from sargable.metastore import RETENTION_PROPERTY, Metastore, Table
+from sargable.metastore.intents import WriteIntent
+from sargable.paths import canonical_location, is_within, join_path, stored_forms
 
 
 def _canonical(locations: list[str]) -> list[str]:
@@ -96,44 +102,36 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
     if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) or not older_than >= 0:
         raise SargableError(f"older_than must be a non-negative number of seconds, got {older_than!r}")
     with ms.snapshot():
-        tbl = ms.get_table(database, table)
+        handle = ms.table(database, table)
+        tbl = handle.definition
         if tbl.files_from_folders:
             raise SargableError(
                 f"table {tbl.qualified_name} is filled by engines that don't register their files (it was made "
-                "through the Hive metastore API): every data file would look unreferenced, so vacuum refuses it"
+                "through the Hive metastore API): sargable wrote none of its files, so vacuum refuses it"
             )
-        listed = [f.path for f in ms.iter_files(database, table, stats=False)]
-        others = [loc for name, loc in ms.table_locations().items() if name != tbl.qualified_name]
+        listed = [f.path for f in handle.iter_files(stats=False)]
+        writes, recorded = handle.write_intents()
+        removed = handle.tombstones()
     deleter = Deleter(ms, tbl)
+    location = deleter.location
     known: set[str] = set()
     for path in listed:
         known |= stored_forms(path)
-    location = deleter.location
-    foreign = [loc for loc in _canonical(others) if is_within(loc, location)]
+    writes = [w for w in writes if _canonical([w.location]) == [location]]
+    live = {w.write_id for w in writes}
     cutoff = time.time() - older_than
-
-    def visible(entry: Entry) -> bool:
-        parts = relative_parts(entry.path, location)
-        if any(is_within(entry.path, loc) for loc in foreign):
-            return False
-        return parts[0] == STAGING_DIR or not any(hidden(part) for part in parts)
-
-    staging = join_path(location, STAGING_DIR)
-    top = deleter.fs.info(staging)
-    old_folders = [staging] if top is not None and top.kind == DIRECTORY and top.changed <= cutoff else []
+    candidates = {form for path, write_id in recorded.items() if write_id in live for form in stored_forms(path)}
+    candidates |= {form for t in removed for form in stored_forms(t.path)}
     garbage: list[str] = []
     kept: list[tuple[str, str]] = []
-    for entry in deleter.fs.walk(location, visible):
-        if not visible(entry):
-            continue
-        if entry.kind == DIRECTORY:
-            if is_within(entry.path, staging) and entry.changed <= cutoff:
-                old_folders.append(entry.path)
-            continue
+    entries = {path: entry for path in sorted(candidates) if (entry := deleter.fs.info(path)) is not None}
+    for write in writes:
+        entries.update((e.path, e) for e in deleter.fs.walk(join_path(location, STAGING_DIR, write.write_id)))
+    for entry in entries.values():
         if entry.kind == SYMLINK:
             kept.append((entry.path, "a symlink: not followed, not deleted"))
             continue
-        if entry.kind != FILE or entry.path in known or entry.changed > cutoff:
+        if entry.kind != FILE or entry.path in known or entry.changed > cutoff or not is_within(entry.path, location):
             continue
         reason = deleter.refusal(entry.path)
         if reason is None:
@@ -148,7 +146,43 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
                 deleted.append(path)
             else:
                 kept.append((path, reason))
-        for folder in sorted(old_folders, key=lambda path: path.count("/"), reverse=True):
-            deleter.remove_folder(folder)
         _forget_gone(ms.table(database, table), deleter)
+        _forget_written(ms.table(database, table), deleter, [w for w in writes if w.started <= cutoff], recorded, known)
     return VacuumResult(tbl.qualified_name, tuple(garbage), tuple(deleted), tuple(kept))
+
+
+def _forget_written(
+    table: Table, deleter: Deleter, old: list[WriteIntent], recorded: dict[str, str], known: set[str]
+) -> None:
+    """Remove the empty staging folders of old unfinished writes; forget the recorded paths whose files are gone or
+    listed, and the old writes with nothing left on disk."""
+    for write in old:
+        deleter.remove_empty_folders(join_path(deleter.location, STAGING_DIR, write.write_id))
+    if old:
+        deleter.remove_folder(join_path(deleter.location, STAGING_DIR))
+    gone = [
+        path for path in recorded if path in known or all(deleter.fs.info(form) is None for form in stored_forms(path))
+    ]
+    left = {write_id for path, write_id in recorded.items() if path not in gone}
+    ended = [
+        w.write_id
+        for w in old
+        if w.write_id not in left and deleter.fs.info(join_path(deleter.location, STAGING_DIR, w.write_id)) is None
+    ]
+    table.forget_written(gone, ended)
+
+
+def purge(ms: Metastore, database: str, table: str) -> VacuumResult:
+    """Drop a table and delete the files sargable wrote for it (its committed files, and what its failed writes
+    left), through `sargable.deletion`: what `sargable demo --rebuild` does to its own tables. Its committed files
+    are first removed by a commit (tombstones) with the retention set to 0; files sargable did not write stay, and
+    so do folders that are not empty."""
+    handle = ms.table(database, table).set_properties({RETENTION_PROPERTY: "0"})
+    paths = [f.path for f in handle.files(stats=False)]
+    if paths:
+        handle.commit(remove_files=paths)
+    result = vacuum(ms, database, table, dry_run=False)
+    deleter = Deleter(ms, handle.definition)
+    ms.drop_table(database, table)
+    left = deleter.remove_empty_folders(deleter.location)
+    return dataclasses.replace(result, kept=(*result.kept, *left))

@@ -4,8 +4,8 @@ Reads go through a table's `Table` handle (one definition read per call, in the 
 `sargable.Metastore`'s methods, databases, tables and partitions with their Hive fields (`sargable.metastore.hive`).
 Where a Hive operation has no metastore method yet, it is composed here from several calls inside one store
 transaction (a savepoint per inner call), so it stays atomic: returning which partitions an `if_not_exists` add
-created, and altering a table (its definition is immutable today, so the table is re-created with its partitions,
-files and indexes).
+created. Altering a table is one metastore call that changes its definition in place (a managed table's rename also
+moves its folder, as Hive does).
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError
+from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, PathError
 from sargable.expr import Expr, and_, col, or_
 from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.names import value_from_name
+from sargable.paths import canonical_location, join_path
 from sargable.types import DataType
 
 ADD_ATTEMPTS = 10
@@ -53,6 +54,20 @@ def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bo
     if not terms:
         return or_(col(keys[0]).is_null(), col(keys[0]).is_not_null())
     return and_(*terms)
+
+
+def _managed(hive: HiveTable, properties: Mapping[str, str]) -> bool:
+    """Whether Hive takes the table for managed: its type says so and its `EXTERNAL` parameter doesn't say TRUE."""
+    external = any(k.upper() == "EXTERNAL" and str(v).upper() == "TRUE" for k, v in properties.items())
+    return hive.table_type == "MANAGED_TABLE" and not external
+
+
+def _same_location(a: str, b: str) -> bool:
+    """Whether two locations (any spelling: a path, a `file:` URI) name one folder."""
+    try:
+        return canonical_location(a, relative=False) == canonical_location(b, relative=False)
+    except PathError:
+        return False
 
 
 def typed_values(table: TableDefinition, values: Sequence[str]) -> tuple[Any, ...]:
@@ -149,9 +164,6 @@ class Catalog:
                 folders.make(f"table {table.qualified_name}", table.location)
         return table
 
-    def get_table(self, database: str, name: str) -> TableDefinition:
-        return self.metastore.get_table(database, name)
-
     def table(self, database: str, name: str) -> Table:
         """The table's handle at its current version (NoSuchObjectError when it does not exist)."""
         return self.metastore.table(database, name)
@@ -167,7 +179,7 @@ class Catalog:
     def drop_table(self, database: str, name: str) -> None:
         self.metastore.drop_table(database, name)
 
-    def replace_table(
+    def alter_table(
         self,
         database: str,
         name: str,
@@ -178,45 +190,32 @@ class Catalog:
         properties: Mapping[str, str],
         hive: HiveTable,
     ) -> TableDefinition:
-        """Alter a table (rename, columns, location, properties, Hive fields) by re-creating it in one transaction
-        with its partitions (values, explicit locations, parameters), files and secondary indexes.
-        O(partitions + files): the metastore can't change a table's definition in place yet."""
+        """Alter a table in place (rename, columns, location, properties, Hive fields; `Metastore.alter_table`): it
+        keeps its partitions, files, statistics, indexes and tombstones. As Hive does, renaming a managed table whose
+        folder is its default one (`<database location>/<name>`) without giving another location moves the folder to
+        the new name's default, with the partitions under it; an external table's location stays."""
         ms = self.metastore
-        with self.transaction():
-            old = ms.get_table(database, name)
-            if [n.lower() for n, _ in partition_keys] != [n.lower() for n in old.partition_key_names] or [
-                t for _, t in partition_keys
-            ] != [t for _, t in old.partition_keys]:
-                raise MetastoreError(f"the partition keys of {old.qualified_name} can't be changed")
-            if new_name.lower() != old.name and new_name.lower() in ms.list_tables(database):
-                raise AlreadyExistsError(f"table {database}.{new_name} already exists")
-            # As in Hive, a partition stays where it is when its table moves: partitions whose location was the
-            # old default get it as an explicit location unless it is the new table location's default too.
-            new_prefix = (location or old.location).rstrip("/") + "/"
-            kept = []
-            for part in ms.iter_partitions(database, name):
-                explicit = None if part.location == new_prefix + part.name else part.location
-                kept.append((part.values, explicit, dict(part.parameters) or None, part.hive))
-            files = ms.list_files(database, name)
-            ms.drop_table(database, name)
-            ms.create_table(
-                database,
-                new_name,
-                columns,
-                partition_keys,
-                location or old.location,
-                properties,
-                files_from_folders=old.files_from_folders,
-                hive=hive,
-            )
-            if kept:
-                values, locations, parameters, fields = zip(*kept)
-                ms.add_partitions(database, new_name, values, locations=locations, parameters=parameters, hive=fields)
-            if files:
-                ms.commit(database, new_name, add_files=files)
-            for column in old.indexes:
-                ms.create_index(database, new_name, column)
-            return ms.get_table(database, new_name)
+        old = ms.get_table(database, name)
+        if [n.lower() for n, _ in partition_keys] != [n.lower() for n in old.partition_key_names] or [
+            t for _, t in partition_keys
+        ] != [t for _, t in old.partition_keys]:
+            raise MetastoreError(f"the partition keys of {old.qualified_name} can't be changed")
+        target = location or old.location
+        move = False
+        if new_name.lower() != old.name and _managed(hive, properties) and _same_location(target, old.location):
+            folder = ms.get_database(old.database).location
+            if _same_location(old.location, join_path(folder, old.name)):
+                target, move = join_path(folder, new_name.lower()), True
+        return ms.alter_table(
+            old.database,
+            old.name,
+            new_name=new_name,
+            columns=columns,
+            location=target,
+            properties=properties,
+            hive=hive,
+            move_folder=move,
+        )
 
     # ----------------------------------------------------------------------------------------- partitions
 

@@ -10,6 +10,7 @@ to `get_partitions_by_filter`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import threading
@@ -20,7 +21,15 @@ from typing import Any
 
 from thrift.Thrift import TApplicationException, TException, TType
 
-from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
+from sargable.errors import (
+    AlreadyExistsError,
+    DamagedMetastoreError,
+    MetastoreError,
+    NoSuchObjectError,
+    SargableError,
+    StoreError,
+)
+from sargable.hms import locking, statistics
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
@@ -28,8 +37,9 @@ from sargable.hms.convert import TableView, database, database_fields, table_def
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
 from sargable.hms.validate import InvalidObjectError, check_arguments
-from sargable.metastore import Partition, Table, TableDefinition
+from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
+from sargable.store import Store
 
 WRITE_METHODS = frozenset(
     {
@@ -358,18 +368,18 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def get_table(self, dbname: str, tbl_name: str) -> Encoded:
-        return Encoded(TType.STRUCT, self._codec(dbname, tbl_name).table_bytes)
+        return Encoded(TType.STRUCT, self._table_bytes(self._handle(dbname, tbl_name)))
 
     @_hive_api
     def get_table_req(self, req: Any) -> Any:
-        return ttypes.GetTableResult(table=self._view(req.dbName, req.tblName).thrift())
+        return ttypes.GetTableResult(table=self._table_object(self._handle(req.dbName, req.tblName)))
 
     @_hive_api
     def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Any]:
         out = []
         for name in tbl_names or []:
             try:
-                out.append(self.cache.codec(self.catalog.get_table(dbname, name)).view.thrift())
+                out.append(self._table_object(self.catalog.table(dbname, name)))
             except NoSuchObjectError:
                 continue
         return out
@@ -454,16 +464,21 @@ class Handler(ThriftHiveMetastore.Iface):
         if new_tbl.dbName and new_tbl.dbName.lower() != old.table.database:
             raise ttypes.InvalidOperationException(message="moving a table to another database is not supported")
         definition = table_definition(new_tbl)
-        self.catalog.replace_table(
-            old.table.database,
-            old.table.name,
-            definition.name,
-            definition.columns,
-            definition.partition_keys,
-            definition.location,
-            definition.properties,
-            definition.hive,
-        )
+        try:
+            self.catalog.alter_table(
+                old.table.database,
+                old.table.name,
+                definition.name,
+                definition.columns,
+                definition.partition_keys,
+                definition.location,
+                definition.properties,
+                definition.hive,
+            )
+        except MetastoreError as exc:  # Hive's answer to an alter it can't make (a name taken, a folder in the way)
+            if isinstance(exc, (DamagedMetastoreError, NoSuchObjectError)):
+                raise
+            raise ttypes.InvalidOperationException(message=str(exc)) from None
 
     @_hive_api
     def alter_table_with_environment_context(
@@ -714,6 +729,236 @@ class Handler(ThriftHiveMetastore.Iface):
         self, db_name: str, tbl_name: str, new_part: Any, environment_context: Any
     ) -> None:
         self.alter_partitions(db_name, tbl_name, [new_part])
+
+    # ------------------------------------------------------------------------------------ table statistics
+
+    def _totals(self, handle: Table) -> dict[str, str]:
+        """Hive's `numFiles`, `numRows` and `totalSize` of a table whose files sargable registers, from its totals
+        (none for a table whose files come from folders: its writers set them)."""
+        if handle.files_from_folders:
+            return {}
+        stats = handle.stats()
+        return {"numFiles": str(stats.files), "numRows": str(stats.rows), "totalSize": str(stats.bytes)}
+
+    def _table_bytes(self, handle: Table) -> bytes:
+        """The encoded `Table` of `get_table`, its parameters holding the table's totals (cached by version: every
+        commit bumps it)."""
+        totals = self._totals(handle)
+        if not totals:
+            return self.cache.codec(handle.definition).table_bytes
+        hit = self.cache.get(handle.definition, ("table", "totals"))
+        if hit is not None:
+            return hit.payload
+        shown = dataclasses.replace(handle.definition, properties={**handle.definition.properties, **totals})
+        payload = TableCodec(TableView(shown)).table_bytes
+        self.cache.put(handle.definition, ("table", "totals"), CachedReply(0, payload))
+        return payload
+
+    def _table_object(self, handle: Table) -> Any:
+        """The Thrift `Table` of a table, its parameters holding the table's totals (see `_totals`)."""
+        table = self.cache.codec(handle.definition).view.thrift()
+        table.parameters = {**(table.parameters or {}), **self._totals(handle)}
+        return table
+
+    # ------------------------------------------------------------------------------------------------ locks
+
+    lock_timeout: float | None = None
+    """Seconds a lock lives without a heartbeat (None: `$SARGABLE_LOCK_TIMEOUT`, else Hive's 300)."""
+
+    def _store(self) -> Store:
+        return self.catalog.metastore.store
+
+    @_hive_api
+    def lock(self, rqst: Any) -> Any:
+        if rqst.txnid:
+            raise locking.no_transactions("lock", rqst.txnid)
+        wanted = locking.components(rqst)
+        if wanted:
+            first = wanted[0]
+            self.note.table = first.database if first.table is None else _table_name(first.database, first.table)
+        try:
+            timeout = self.lock_timeout or locking.lock_timeout()
+        except SargableError as exc:
+            raise locking.refused("lock", str(exc)) from None
+        try:
+            taken = locks.acquire(
+                self._store(),
+                wanted,
+                now=time.time(),
+                timeout=timeout,
+                user=rqst.user or "",
+                host=rqst.hostname or "",
+                agent=rqst.agentInfo or "",
+            )
+        except MetastoreError as exc:
+            raise locking.refused("lock", str(exc)) from None
+        return locking.response(taken)
+
+    @_hive_api
+    def check_lock(self, rqst: Any) -> Any:
+        if rqst.txnid:
+            raise locking.no_transactions("check_lock", rqst.txnid)
+        try:
+            return locking.response(locks.check(self._store(), rqst.lockid, now=time.time()))
+        except locks.NoSuchLockError as exc:
+            raise locking.no_such_lock(exc) from None
+
+    @_hive_api
+    def unlock(self, rqst: Any) -> None:
+        try:
+            locks.release(self._store(), rqst.lockid, now=time.time())
+        except locks.NoSuchLockError as exc:
+            raise locking.no_such_lock(exc) from None
+
+    @_hive_api
+    def heartbeat(self, ids: Any) -> None:
+        if ids.txnid:
+            raise locking.no_transactions("heartbeat", ids.txnid)
+        if not ids.lockid:
+            return
+        try:
+            locks.heartbeat(self._store(), ids.lockid, now=time.time())
+        except locks.NoSuchLockError as exc:
+            raise locking.no_such_lock(exc) from None
+
+    @_hive_api
+    def show_locks(self, rqst: Any) -> Any:
+        found = locks.live_locks(self._store(), now=time.time())
+        return locking.show(found, rqst or ttypes.ShowLocksRequest())
+
+
+    # ------------------------------------------------------------------------------------- column statistics
+
+    def _stats_partition(self, handle: Table, name: str | None) -> Partition:
+        """A table's partition by its name (NoSuchObjectError when it has none)."""
+        found = self.catalog.partitions_by_names(handle, [name]) if name else []
+        if not found:
+            raise NoSuchObjectError(f"{handle.qualified_name} has no partition {name!r}")
+        return found[0]
+
+    def _keep_stats(self, stats: Any, *, merge: bool = False) -> None:
+        """Keep one `ColumnStatistics` (a table's or a partition's, as its description says); with `merge`, each
+        column's merged with what was kept (Hive's `needMerge`)."""
+        desc = stats.statsDesc
+        self.note.table = _table_name(desc.dbName, desc.tableName)
+        handle = self.catalog.table(desc.dbName, desc.tableName)
+        partition = None if desc.isTblLevel else self._stats_partition(handle, desc.partName).values
+        objs = {}
+        for obj in stats.statsObj or []:
+            if not obj.colName or statistics.kind(obj) is None:
+                raise MetastoreError(f"the statistics of column {obj.colName!r} hold no one kind of column data")
+            objs[obj.colName.lower()] = obj
+        if merge:
+            kept = colstats.get(self._store(), handle.definition, partition, objs)
+            for column, raw in kept.items():
+                objs[column] = statistics.aggregate([statistics.decode(raw)[0], objs[column]]) or objs[column]
+        encoded = {column: statistics.encode(obj, desc.lastAnalyzed) for column, obj in objs.items()}
+        colstats.put(self._store(), handle.definition, partition, encoded)
+
+    def _kept_stats(self, handle: Table, partition: Partition | None, columns: list[str]) -> tuple[list[Any], int]:
+        """The statistics of the given columns of the table or a partition (in their order, ones without left out),
+        and when the latest was analyzed: the kept ones, else the files' where the table registers its files."""
+        wanted = list(dict.fromkeys(c.lower() for c in columns))
+        values = None if partition is None else partition.values
+        found, analyzed = {}, 0
+        for column, raw in colstats.get(self._store(), handle.definition, values, wanted).items():
+            found[column], when = statistics.decode(raw)
+            analyzed = max(analyzed, when)
+        missing = {c for c in wanted if c not in found}
+        if missing and not handle.files_from_folders and handle.stats().files:
+            typed = [(name, dtype) for name, dtype in handle.columns if name.lower() in missing]
+            files = handle.files(None if partition is None else [partition], stats=[name for name, _ in typed])
+            if files:
+                found.update((obj.colName, obj) for obj in statistics.from_files(files, typed))
+        return [found[c] for c in wanted if c in found], analyzed
+
+    def _column_stats(self, db_name: str, tbl_name: str, part_name: str | None, col_name: str) -> Any:
+        handle = self._handle(db_name, tbl_name)
+        partition = None if part_name is None else self._stats_partition(handle, part_name)
+        objs, analyzed = self._kept_stats(handle, partition, [col_name])
+        if not objs:
+            where = handle.qualified_name + ("" if partition is None else f" partition {partition.name}")
+            raise ttypes.NoSuchObjectException(message=f"no statistics of column {col_name!r} of {where}")
+        desc = ttypes.ColumnStatisticsDesc(
+            isTblLevel=partition is None,
+            dbName=handle.database,
+            tableName=handle.name,
+            partName=None if partition is None else partition.name,
+            lastAnalyzed=analyzed,
+        )
+        return ttypes.ColumnStatistics(statsDesc=desc, statsObj=objs)
+
+    def _partition_stats(self, request: Any) -> tuple[Table, dict[str, list[Any]]]:
+        """The kept statistics of the request's columns in each of its partitions that has some, by partition name."""
+        handle = self._handle(request.dbName, request.tblName)
+        columns = list(request.colNames or [])
+        out = {}
+        for part in self.catalog.partitions_by_names(handle, list(request.partNames or [])):
+            objs, _ = self._kept_stats(handle, part, columns)
+            if objs:
+                out[part.name] = objs
+        self.note.partitions = len(out)
+        return handle, out
+
+    @_hive_api
+    def update_table_column_statistics(self, stats_obj: Any) -> bool:
+        with self.catalog.transaction():
+            self._keep_stats(stats_obj)
+        return True
+
+    @_hive_api
+    def update_partition_column_statistics(self, stats_obj: Any) -> bool:
+        return self.update_table_column_statistics(stats_obj)
+
+    @_hive_api
+    def set_aggr_stats_for(self, request: Any) -> bool:
+        with self.catalog.transaction():
+            for stats in request.colStats or []:
+                self._keep_stats(stats, merge=bool(request.needMerge))
+        return True
+
+    @_hive_api
+    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> Any:
+        return self._column_stats(db_name, tbl_name, None, col_name)
+
+    @_hive_api
+    def get_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str) -> Any:
+        return self._column_stats(db_name, tbl_name, part_name, col_name)
+
+    @_hive_api
+    def get_table_statistics_req(self, request: Any) -> Any:
+        handle = self._handle(request.dbName, request.tblName)
+        return ttypes.TableStatsResult(tableStats=self._kept_stats(handle, None, list(request.colNames or []))[0])
+
+    @_hive_api
+    def get_partitions_statistics_req(self, request: Any) -> Any:
+        return ttypes.PartitionsStatsResult(partStats=self._partition_stats(request)[1])
+
+    @_hive_api
+    def get_aggr_stats_for(self, request: Any) -> Any:
+        _, found = self._partition_stats(request)
+        merged = []
+        for column in dict.fromkeys(c.lower() for c in request.colNames or []):
+            objs = [obj for objs in found.values() for obj in objs if obj.colName.lower() == column]
+            aggregated = statistics.aggregate(objs) if objs else None
+            if aggregated is not None:
+                merged.append(aggregated)
+        wanted = {c.lower() for c in request.colNames or []}
+        complete = sum(1 for objs in found.values() if {obj.colName.lower() for obj in objs} >= wanted)
+        return ttypes.AggrStats(colStats=merged, partsFound=complete)
+
+    @_hive_api
+    def delete_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str | None) -> bool:
+        handle = self._handle(db_name, tbl_name)
+        return colstats.delete(self._store(), handle.definition, None, col_name) > 0
+
+    @_hive_api
+    def delete_partition_column_statistics(
+        self, db_name: str, tbl_name: str, part_name: str, col_name: str | None
+    ) -> bool:
+        handle = self._handle(db_name, tbl_name)
+        partition = self._stats_partition(handle, part_name).values
+        return colstats.delete(self._store(), handle.definition, partition, col_name) > 0
 
 
 IMPLEMENTED = frozenset(

@@ -23,7 +23,7 @@ from sargable.errors import (
     PathError,
     TypeCoercionError,
 )
-from sargable.metastore import tombstones, totals
+from sargable.metastore import colstats, intents, tombstones, totals
 from sargable.metastore.hive import HiveDatabase, HiveTable, database_from_raw, database_raw
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import Database, TableDefinition
@@ -315,8 +315,8 @@ def list_tables(store: Store, database: str | None) -> list[str]:
 
 
 def drop_table(store: Store, database: str, name: str) -> None:
-    """Drop a table's definition, totals, partitions, index entries, file entries and tombstones, in one
-    transaction."""
+    """Drop a table's definition, totals, partitions, index entries, file entries, tombstones, write intents and
+    column statistics, in one transaction."""
     read_table(store, database, name)
     with store.transaction():
         table = lock_table(store, database, name)
@@ -324,6 +324,8 @@ def drop_table(store: Store, database: str, name: str) -> None:
         for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS):
             store.delete_range(keyspace, *key_range(prefix))
         store.delete_range(CATALOG, *tombstones.table_range(table.table_id))
+        intents.drop_all(store, table.table_id)
+        colstats.forget_table(store, table.table_id)
         store.delete(CATALOG, stats_key(table.table_id))
         store.delete(CATALOG, table_key(table.database, table.name))
 
@@ -351,8 +353,8 @@ def lock_table(
         table.partition_keys != validated.partition_keys or table.columns != validated.columns
     ):
         raise CommitConflictError(
-            f"table {table.qualified_name} was re-created with other columns while this change was prepared; "
-            "re-read the table and retry"
+            f"table {table.qualified_name} was re-created or altered with other columns while this change was "
+            "prepared; re-read the table and retry"
         )
     if expected_version is not None and table.version != expected_version:
         raise CommitConflictError(

@@ -14,12 +14,14 @@ from typing import Any
 
 from sargable.errors import MetastoreError, NoSuchObjectError, PathError
 from sargable.expr import Expr
-from sargable.metastore import catalog, tombstones
+from sargable.metastore import catalog, intents, tombstones
 from sargable.metastore.access import FilterExplain
+from sargable.metastore.alter import alter_table
 from sargable.metastore.caches import Caches
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.files import path_key
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
+from sargable.metastore.intents import WriteIntent
 from sargable.metastore.partitions import PartitionSpec
 from sargable.metastore.records import Database, Partition, TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, open_schema
@@ -213,6 +215,50 @@ class Metastore:
         `sargable.deletion` asks right before it deletes a file (a dropped table has none)."""
         with self.snapshot():
             return tombstones.find(self._store, table.table_id, paths)
+
+    def table_of_id(self, table_id: int) -> TableDefinition | None:
+        """The current definition of the table with this id (None when it was dropped), whatever its name now."""
+        return next((t for t in catalog.all_tables(self._store) if t.table_id == table_id), None)
+
+    def write_intent(self, table: TableDefinition, paths: Iterable[str], write_id: str | None) -> WriteIntent | None:
+        """The unfinished write of the table that recorded one of `paths` (spellings of one file), or has id
+        `write_id` (the file lies in its staging folder), if any: what `sargable.deletion` asks right before it
+        deletes a file that no commit removed."""
+        with self.snapshot():
+            found = intents.writer_of(self._store, table.table_id, paths) or write_id
+            try:
+                return None if found is None else intents.get(self._store, table.table_id, found)
+            except MetastoreError:
+                return None
+
+    def alter_table(
+        self,
+        database: str,
+        name: str,
+        *,
+        new_name: str | None = None,
+        columns: Sequence[tuple[str, str | DataType]] | None = None,
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        hive: HiveTable | None = None,
+        move_folder: bool = False,
+    ) -> TableDefinition:
+        """Change a table's name, columns (new ones at the end; others only while it lists no files), location,
+        properties (replaced as a whole) or Hive fields in one transaction, never re-creating it: its partitions,
+        files, statistics, indexes, tombstones stay (None leaves a field as it is). With `move_folder` its folder
+        moves to the new location with it (a managed table's rename). See `sargable.metastore.alter`."""
+        return alter_table(
+            self._store,
+            self.warehouse,
+            database,
+            name,
+            new_name=new_name,
+            columns=columns,
+            location=location,
+            properties=properties,
+            hive=hive,
+            move_folder=move_folder,
+        )
 
     def drop_table(self, database: str, name: str) -> None:
         """Drop a table with its partitions, indexes and file entries (the files themselves stay on disk)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, TypeCoercionError
 from sargable.keys import TupleCodec
-from sargable.metastore import files
+from sargable.metastore import colstats, files
 from sargable.metastore.access import AccessPath
 from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import index_keys
@@ -202,10 +202,13 @@ def alter(
 
 
 def delete(store: Store, table: TableDefinition, values: Sequence[tuple[Any, ...]]) -> TableStats:
-    """Delete partitions with their index and file entries; returns the totals of the files deleted."""
+    """Delete partitions with their index entries, file entries and column statistics; returns the totals of the
+    files deleted."""
     deleted = NO_CHANGE
     for vals in values:
-        store.delete(PARTITIONS, encode_key(table, vals))
+        key = encode_key(table, vals)
+        store.delete(PARTITIONS, key)
+        colstats.forget_partition(store, table, key)
         for index_key in index_keys(table, vals):
             store.delete(INDEXES, index_key)
         deleted = plus(deleted, files.delete_in(store, table, vals))

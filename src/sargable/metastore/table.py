@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import time
+import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
@@ -23,14 +24,15 @@ from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
 from sargable.expr.bound import unbound_expr
 from sargable.metastore import commit as commits
 from sargable.metastore import files as file_entries
+from sargable.metastore import intents, tombstones, totals
 from sargable.metastore import partitions as partition_rows
-from sargable.metastore import tombstones, totals
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
 from sargable.metastore.commit import CommitResult
 from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
+from sargable.metastore.intents import WriteIntent
 from sargable.metastore.partitions import Page, PartitionSpec, partition_values
 from sargable.metastore.records import Partition, TableDefinition, TableStats
 from sargable.metastore.tombstones import Tombstone
@@ -335,6 +337,43 @@ class Table:
         with self._store.transaction():
             lock_table(self._store, self.database, self.name, validated=self.definition)
             return tombstones.drop(self._store, self.table_id, paths)
+
+    def begin_write(self) -> WriteIntent:
+        """Register a new write of sargable to the table before it writes any file (`sargable.metastore.intents`):
+        its id, and the location it is issued for (read in the same transaction)."""
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name, validated=self.definition)
+            return intents.begin(self._store, self.table_id, uuid.uuid4().hex, locked.location, time.time())
+
+    def record_write(self, write_id: str, paths: Iterable[str]) -> None:
+        """Record the final paths a begun write is about to move its files to (before it moves them)."""
+        paths = list(paths)
+        with self._store.transaction():
+            lock_table(self._store, self.database, self.name)
+            intents.record(self._store, self.table_id, write_id, paths)
+
+    def end_write(self, write_id: str) -> None:
+        """End a write whose files are all committed or deleted: its intent goes."""
+        with self._store.transaction():
+            lock_table(self._store, self.database, self.name)
+            intents.end(self._store, self.table_id, write_id)
+
+    def write_intents(self) -> tuple[list[WriteIntent], dict[str, str]]:
+        """The writes of the table that began and did not end, and the paths they recorded (-> write id), from one
+        snapshot: what `vacuum` may take for garbage, and nothing else but expired tombstones."""
+        with self._reading():
+            return intents.writes(self._store, self.table_id), intents.recorded(self._store, self.table_id)
+
+    def forget_written(self, paths: Iterable[str], write_ids: Iterable[str] = ()) -> None:
+        """Drop recorded paths whose files are gone or listed, and end the writes `write_ids` (vacuum does)."""
+        paths, write_ids = list(paths), list(write_ids)
+        if not paths and not write_ids:
+            return
+        with self._store.transaction():
+            lock_table(self._store, self.database, self.name, validated=self.definition)
+            intents.forget(self._store, self.table_id, paths)
+            for write_id in write_ids:
+                intents.end(self._store, self.table_id, write_id)
 
     def stats(self) -> TableStats:
         """Partitions, files, bytes and rows of the whole table, read in O(1) (see `sargable.metastore.totals`).

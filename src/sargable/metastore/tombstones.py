@@ -12,7 +12,7 @@ partitions' files by path (`remove_files`), so they get tombstones too.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from sargable import keys
@@ -105,3 +105,13 @@ def drop(store: Store, table_id: int, paths: Iterable[str]) -> int:
     for key in found:
         store.delete(CATALOG, key)
     return len(found)
+
+
+def rebase(store: Store, table_id: int, moved: Callable[[str], str | None]) -> None:
+    """Move a table's tombstones with its folder: each path `moved(path)` is stored under that path instead (None:
+    unchanged), keeping its time and version (inside a write transaction)."""
+    for key, value in list(store.scan(CATALOG, *table_range(table_id))):
+        new = moved(_decoded(table_id, key, value).path)
+        if new is not None:
+            store.delete(CATALOG, key)
+            store.put(CATALOG, tombstone_key(table_id, new), value)

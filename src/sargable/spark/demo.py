@@ -19,10 +19,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from sargable.deletion import Deleter
 from sargable.errors import NoSuchObjectError
 from sargable.metastore import Metastore
 from sargable.spark.progress import spark_progress
+from sargable.vacuum import purge
 
 DATABASE = "demo"
 FIRST_DAY = dt.date(2023, 1, 1)
@@ -179,9 +179,7 @@ def _build(spark: Any, ms: Metastore, console: Console) -> None:
             table = ms.get_table(DATABASE, name)
         except NoSuchObjectError:
             continue
-        deleter = Deleter(ms, table)
-        ms.drop_table(DATABASE, name)
-        left = deleter.clear(deleter.location)
+        left = purge(ms, DATABASE, name).kept
         if left:
             console.print(
                 escape(f"{table.qualified_name}: {len(left)} files left in place, e.g. {left[0][0]}: {left[0][1]}")

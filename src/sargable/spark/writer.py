@@ -14,9 +14,11 @@ Spark's own partition discovery ignores because it starts with `_`):
    older snapshots, as the files `optimize` replaces do, and are deleted through `sargable.deletion` once it has
    passed, by a later overwrite, `optimize` or `vacuum`; `sargable.metastore.tombstones`).
 
+Before step 1 the write registers its intent in the metastore (its write id, which names the staging folder, and
+the table location it writes to), and before step 3 the final paths of its files (`sargable.metastore.intents`).
 Until step 4 the table is unchanged: a failure removes this write's files; a killed process leaves them for
-`vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) files under the location that no table
-lists.
+`vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) the files that the intents of unfinished
+writes name and no table lists, and nothing else.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from rich.console import Console
 from sargable.deletion import Deleter
 from sargable.errors import DeletionRefusedError, NoSuchObjectError, SargableError
 from sargable.fs import DATA_SUFFIX, DIRECTORY, FILE, STAGING_DIR, FileSystem, hidden
-from sargable.metastore import Metastore, Partition, TableDefinition
+from sargable.metastore import Metastore, Partition, Table, TableDefinition
 from sargable.metastore.names import escape_path_name, parse_partition_name
 from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
@@ -299,23 +301,39 @@ def _check_totals(files: list[FileStats], spark_rows: Any, items: list[Any]) -> 
         )
 
 
+def _handle(deleter: Deleter) -> Table:
+    return deleter.ms.table(deleter.table.database, deleter.table.name)
+
+
 def discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
     """Delete a write's own files (moved into the table but not committed, and its staging folder), through
-    `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted)."""
+    `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted). When
+    nothing is left, the write's intent ends (else `vacuum` finds what is left through it)."""
     failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
     try:
         failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
         deleter.remove_folder(posixpath.dirname(staging))
+        if not failures:
+            _handle(deleter).end_write(posixpath.basename(staging))
     except (OSError, SargableError) as exc:
         failures.append(f"{staging}: can't clean the staging folder: {exc}")
     return failures
 
 
 def new_staging(deleter: Deleter) -> str:
-    """The staging folder of a new write to the deleter's table (`_sargable_staging/<write id>`, not made yet)."""
+    """Begin a new write to the deleter's table (its intent registered in the metastore before any file is written,
+    `sargable.metastore.intents`); returns its staging folder (`_sargable_staging/<write id>`, not made yet)."""
     root = join_path(deleter.location, STAGING_DIR)
     _check_staging_root(deleter.fs, root)
-    return join_path(root, uuid.uuid4().hex)
+    handle = _handle(deleter)
+    intent = handle.begin_write()
+    if intent.location != deleter.table.location:
+        handle.end_write(intent.write_id)
+        raise SargableError(
+            f"the location of {handle.qualified_name} moved to {intent.location!r} while the write was prepared; "
+            "nothing was written: run it again"
+        )
+    return join_path(root, intent.write_id)
 
 
 @contextmanager
@@ -364,9 +382,23 @@ def stage(
     with _timed(phases, "footers"), spark_progress(df.sparkSession, console, f"reading {len(items):,} footers"):
         files = _footer_stats(df.sparkSession, items, table)
     _check_totals(files, spark_rows, items)
+    record_targets(deleter, staging, [target for _, target, _, _ in items])
     with _timed(phases, "move"), _status(console, f"moving {len(items)} files into {deleter.location}"):
         _move(fs, staging, items, moved, cluttered if table.partition_keys and split_by is None else None)
     return files
+
+
+def record_targets(deleter: Deleter, staging: str, targets: list[str]) -> None:
+    """Record the final paths of the write's files in its intent, before they are moved there; a path where a file
+    already is (one sargable did not write, or a name Spark reused) refuses the write rather than replace that file
+    or let the intent claim it."""
+    taken = next((target for target in targets if deleter.fs.info(target) is not None), None)
+    if taken is not None:
+        raise SargableError(
+            f"{taken!r} already exists: the write is refused rather than replace a file it did not write; nothing "
+            "was committed"
+        )
+    _handle(deleter).record_write(posixpath.basename(staging), targets)
 
 
 def _move(
@@ -485,7 +517,7 @@ def _commit(
 def vacuum(
     table: str, metastore: Metastore | str | None = None, dry_run: bool = True, *, older_than: float = 0.0
 ) -> list[str]:
-    """The files under the table's location that no table references (left by failed writes): with
+    """The garbage of the table's failed writes (and its removed files past their retention): with
     `dry_run=False`, those deleted. See `sargable.vacuum` for what counts as garbage and what is never deleted.
 
     `older_than` (seconds) spares files younger than that, so a write still in progress keeps its staged files.
