@@ -386,3 +386,57 @@ def test_alter_and_rename_through_a_thrift_client(tmp_path):
             assert sorted(client.get_all_tables("d")) == ["dim2", "fact2"]
     finally:
         assert serve.stop() == 0
+
+
+def test_alters_racing_commits_lose_nothing(metastore_url, tmp_path):
+    """A committer and an alterer on two connections: every acknowledged commit's files and tombstones are there at
+    the end, with the alterer's last change (a commit prepared before a column change retries on the conflict)."""
+    import threading
+
+    with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+        ms.create_database("d")
+        ms.create_table("d", "t", [("x", "int")], [("ds", "string")], str(tmp_path / "l0"), index_all=True)
+    committed: list[str] = []
+    errors: list[BaseException] = []
+
+    def commit() -> None:
+        with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+            for i in range(30):
+                path = f"{tmp_path}/data/f{i}.parquet"
+                for _ in range(20):
+                    try:
+                        ms.commit("d", "t", add_files=[sg.FileStats(path, 1, 1, partition={"ds": str(i % 3)})])
+                        break
+                    except sg.CommitConflictError:
+                        continue
+                committed.append(path)
+                if i % 5 == 4:
+                    ms.commit("d", "t", remove_files=[committed[-2]])
+
+    def alter() -> None:
+        with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+            for i in range(30):
+                columns = [("x", "int"), *((f"c{k}", "int") for k in range(i // 10))]
+                ms.alter_table(
+                    "d", "t", properties={"n": str(i)}, location=str(tmp_path / f"l{i % 4}"), columns=columns
+                )
+
+    def run(fn) -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in (commit, alter)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+        table = ms.table("d", "t")
+        removed = {committed[i - 1] for i in range(4, 30, 5)}
+        assert {f.path for f in table.files()} == set(committed) - removed
+        assert {t.path for t in table.tombstones()} == removed
+        assert table.properties == {"n": "29"} and [n for n, _ in table.columns] == ["x", "c0", "c1"]
+        assert table.stats().files == len(committed) - len(removed)
