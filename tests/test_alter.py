@@ -21,7 +21,7 @@ from pymetastore.hive_metastore import ttypes
 from sargable.hms.catalog import Catalog
 from sargable.hms.handler import Handler
 from sargable.hms.pool import CatalogPool
-from sargable.metastore import alter
+from sargable.vacuum import vacuum
 
 
 def _sd(location: str | None, cols) -> ttypes.StorageDescriptor:
@@ -109,6 +109,24 @@ def test_an_analyze_alter_keeps_tombstones_files_statistics_and_indexes(handler,
         after = _everything(ms, "d", "t")
         assert after == {**before, "stats": after["stats"]} and after["stats"] == before["stats"]
         assert ms.get_table("d", "t").properties["numRows"] == "46"
+
+
+def test_after_an_analyze_alter_vacuum_keeps_removed_files_for_their_retention(handler, metastore_url, tmp_path):
+    """The row's symptom: files a commit removed lost their retention, and `vacuum` listed them as garbage at once."""
+    location = tmp_path / "t"
+    with Metastore.open(metastore_url, warehouse=tmp_path / "warehouse") as ms:
+        ms.create_database("d")
+        ms.create_table("d", "t", [("x", "int")], [("ds", "string")], str(location))
+        old = _touch(location / "ds=a" / "part-0.parquet")
+        ms.commit("d", "t", add_files=[sg.FileStats(str(old), 1, 1, partition={"ds": "a"})])
+        ms.commit("d", "t", remove_files=[str(old)])
+    sent = _decoded(_call(handler, "get_table", "d", "t"))
+    sent.parameters = {**sent.parameters, "spark.sql.statistics.numRows": "0"}
+    _call(handler, "alter_table", "d", "t", sent)
+    with Metastore.open(metastore_url, warehouse=tmp_path / "warehouse") as ms:
+        found = vacuum(ms, "d", "t", dry_run=False, older_than=0)
+    assert found.garbage == () and old.exists()
+    assert [path for path, _ in found.kept] == [str(old)] and "retention" in found.kept[0][1]
 
 
 def _decoded(encoded) -> ttypes.Table:
@@ -225,6 +243,8 @@ def test_a_failed_move_leaves_the_old_name_working(handler, metastore_url, tmp_p
 
         def refuse(source, target):
             raise OSError(18, "Invalid cross-device link")
+
+        from sargable.metastore import alter
 
         monkeypatch.setattr(alter.os, "rename", refuse)
     sent = _decoded(_call(handler, "get_table", "d", "t"))
@@ -366,3 +386,57 @@ def test_alter_and_rename_through_a_thrift_client(tmp_path):
             assert sorted(client.get_all_tables("d")) == ["dim2", "fact2"]
     finally:
         assert serve.stop() == 0
+
+
+def test_alters_racing_commits_lose_nothing(metastore_url, tmp_path):
+    """A committer and an alterer on two connections: every acknowledged commit's files and tombstones are there at
+    the end, with the alterer's last change (a commit prepared before a column change retries on the conflict)."""
+    import threading
+
+    with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+        ms.create_database("d")
+        ms.create_table("d", "t", [("x", "int")], [("ds", "string")], str(tmp_path / "l0"), index_all=True)
+    committed: list[str] = []
+    errors: list[BaseException] = []
+
+    def commit() -> None:
+        with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+            for i in range(30):
+                path = f"{tmp_path}/data/f{i}.parquet"
+                for _ in range(20):
+                    try:
+                        ms.commit("d", "t", add_files=[sg.FileStats(path, 1, 1, partition={"ds": str(i % 3)})])
+                        break
+                    except sg.CommitConflictError:
+                        continue
+                committed.append(path)
+                if i % 5 == 4:
+                    ms.commit("d", "t", remove_files=[committed[-2]])
+
+    def alter() -> None:
+        with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+            for i in range(30):
+                columns = [("x", "int"), *((f"c{k}", "int") for k in range(i // 10))]
+                ms.alter_table(
+                    "d", "t", properties={"n": str(i)}, location=str(tmp_path / f"l{i % 4}"), columns=columns
+                )
+
+    def run(fn) -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in (commit, alter)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+        table = ms.table("d", "t")
+        removed = {committed[i - 1] for i in range(4, 30, 5)}
+        assert {f.path for f in table.files()} == set(committed) - removed
+        assert {t.path for t in table.tombstones()} == removed
+        assert table.properties == {"n": "29"} and [n for n, _ in table.columns] == ["x", "c0", "c1"]
+        assert table.stats().files == len(committed) - len(removed)

@@ -18,8 +18,9 @@ Layout (one keyspace each; every table's keys start with its 8-byte table id, so
 - `filepaths`: table id + file path -> the file's key in `files` (to remove files by path and find orphans).
 
 The catalog keyspace also holds each table's tombstones (`tombstones`): the files its commits removed, kept on disk
-until the table's retention has passed; and the Hive metastore's locks (`locks`: `L` + lock id), which every server
-over one store shares.
+until the table's retention has passed; its write intents (`intents`): sargable's writes to it that began and did
+not end, which name the only files vacuum may take for garbage; and the Hive metastore's locks (`locks`: `L` + lock
+id), which every server over one store shares. `alter` changes a table's definition in place.
 
 Every write runs in one store transaction, so a failing batch leaves nothing behind. Writers of a table lock its
 catalog row (so concurrent commits serialize and none loses another's files); catalog changes (databases, tables)

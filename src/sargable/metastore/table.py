@@ -338,6 +338,16 @@ class Table:
             lock_table(self._store, self.database, self.name, validated=self.definition)
             return tombstones.drop(self._store, self.table_id, paths)
 
+    def _locked_same(self) -> TableDefinition:
+        """The table's row locked in the open write transaction; an error if it is another table by now."""
+        locked = lock_table(self._store, self.database, self.name)
+        if locked.table_id != self.table_id:
+            raise MetastoreError(
+                f"table {self.qualified_name} was dropped and created again since this handle was made; open it "
+                "again with Metastore.table"
+            )
+        return locked
+
     def begin_write(self) -> WriteIntent:
         """Register a new write of sargable to the table before it writes any file (`sargable.metastore.intents`):
         its id, and the location it is issued for (read in the same transaction)."""
@@ -349,13 +359,13 @@ class Table:
         """Record the final paths a begun write is about to move its files to (before it moves them)."""
         paths = list(paths)
         with self._store.transaction():
-            lock_table(self._store, self.database, self.name)
+            self._locked_same()
             intents.record(self._store, self.table_id, write_id, paths)
 
     def end_write(self, write_id: str) -> None:
         """End a write whose files are all committed or deleted: its intent goes."""
         with self._store.transaction():
-            lock_table(self._store, self.database, self.name)
+            self._locked_same()
             intents.end(self._store, self.table_id, write_id)
 
     def write_intents(self) -> tuple[list[WriteIntent], dict[str, str]]:
@@ -370,7 +380,7 @@ class Table:
         if not paths and not write_ids:
             return
         with self._store.transaction():
-            lock_table(self._store, self.database, self.name, validated=self.definition)
+            self._locked_same()
             intents.forget(self._store, self.table_id, paths)
             for write_id in write_ids:
                 intents.end(self._store, self.table_id, write_id)
