@@ -36,7 +36,7 @@ from sargable.cli import main
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.handler import IMPLEMENTED, WRITE_METHODS
 from sargable.metastore import Metastore
-from sargable.metastore.hive import HiveStorage, HiveTable
+from sargable.metastore.hive import HiveDatabase, HiveStorage, HiveTable
 
 SCALE = float(os.environ.get("SARGABLE_FUZZ_SCALE", "1"))
 ROOT = Path(tempfile.mkdtemp(prefix="sargable-hms-validation-"))
@@ -424,13 +424,15 @@ def test_names_owner_types_and_maps_are_checked(metastore_url, tmp_path):
 
 
 def test_a_metastore_damaged_before_the_checks_keeps_working(metastore_url, tmp_path):
-    """A table an earlier server stored with a column without a type: the rest of the metastore works (new tables,
-    listings, `sargable tables`); the API refuses that table naming it, and it drops."""
+    """A table an earlier server stored with a column without a type, a database with a parameter without a value:
+    the rest of the metastore works (new tables, listings, `sargable tables`); the API refuses just that table or
+    database naming it, and both drop."""
     ms = Metastore.open(metastore_url, warehouse=tmp_path / "warehouse")
     ms.create_database("d", location=str(tmp_path / "d.db"))
     damaged = HiveTable(columns=(("x", None, None),), storage=HiveStorage(sort_cols=((None, None),)))  # type: ignore[arg-type]
     ms.create_table("d", "broken", [], [("ds", "string")], hive=damaged)
     ms.add_partitions("d", "broken", [["a"]])
+    ms.create_database("old", location=str(tmp_path / "old.db"), hive=HiveDatabase(parameters={"k": None}))  # type: ignore[dict-item]
     ms.close()
     with InProcess(metastore_url, tmp_path / "warehouse") as hms:
         hms.call("create_database", ttypes.Database(name="e", locationUri=str(tmp_path / "e.db")))
@@ -444,4 +446,8 @@ def test_a_metastore_damaged_before_the_checks_keeps_working(metastore_url, tmp_
         code, output = tables_command(metastore_url)
         assert code == 0 and "d.broken" in output, output
         hms.call("drop_table", "d", "broken", False)
+        with pytest.raises(ttypes.MetaException, match="Hive fields of database old don't decode"):
+            hms.call("get_database", "old")
+        hms.call("create_table", valid_table("old", "t"))
+        assert hms.call("get_all_databases") == ["d", "e", "old"]
         check_healthy(Calls(hms), metastore_url)

@@ -31,7 +31,8 @@ def client_parameters(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in properties.items() if not is_reserved(k)}
 
 
-def _damaged(what: str, fields: DamagedFields) -> DamagedMetastoreError:
+def damaged_fields(what: str, fields: DamagedFields) -> DamagedMetastoreError:
+    """The error for an object whose Hive fields don't decode."""
     return DamagedMetastoreError(
         f"the Hive fields of {what} don't decode ({fields.error}), as a server before sargable's checks of them "
         "could store them: the rest of the metastore is fine; drop the object (its data files stay) and create it "
@@ -54,7 +55,7 @@ def table_fields(table: TableDefinition) -> HiveTable | None:
     if hive is None and TABLE_KEY in table.properties:
         hive = table_from_raw(_json(table.properties[TABLE_KEY]))
     if isinstance(hive, DamagedFields):
-        raise _damaged(f"table {table.qualified_name}", hive)
+        raise damaged_fields(f"table {table.qualified_name}", hive)
     return hive
 
 
@@ -66,5 +67,5 @@ def partition_fields(part: Partition) -> tuple[HivePartition, dict[str, str]]:
         raw = part.parameters.get(PARTITION_KEY)
         hive = HivePartition() if raw is None else partition_from_raw(_json(raw))
     if isinstance(hive, DamagedFields):
-        raise _damaged(f"partition {part.name} of {part.table.qualified_name}", hive)
+        raise damaged_fields(f"partition {part.name} of {part.table.qualified_name}", hive)
     return hive, client_parameters(part.parameters)
