@@ -410,6 +410,8 @@ def test_names_owner_types_and_maps_are_checked(metastore_url, tmp_path):
         cases.append(("create_table", table, ttypes.InvalidObjectException, "characters, more than"))
         cases.append(("add_partition", ttypes.Partition(["a", None], "d", "t"), ttypes.InvalidObjectException,
                       r"values\[1\] is missing"))  # fmt: skip
+        request = ttypes.AddPartitionsRequest("d", "t", [valid_partition(("c", "3")), None], True)
+        cases.append(("add_partitions_req", request, ttypes.InvalidObjectException, r"parts\[1\] is missing"))
         cases.append(("append_partition", "d", "t", None, ttypes.InvalidObjectException, "part_vals is missing"))
         cases.append(("append_partition", "d", "t", ["a"], ttypes.MetaException, "don't match the partition keys"))
         for method, *args, kind, message in cases:
