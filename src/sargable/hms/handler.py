@@ -133,7 +133,7 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
         try:
             if name in WRITE_METHODS:
-                check_arguments(name, args)
+                check_arguments(name, args, kwargs)
             return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
