@@ -37,7 +37,7 @@ from sargable.cli import main
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.handler import IMPLEMENTED, WRITE_METHODS
 from sargable.metastore import Metastore
-from sargable.metastore.hive import HiveDatabase, HiveStorage, HiveTable
+from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
 
 SCALE = float(os.environ.get("SARGABLE_FUZZ_SCALE", "1"))
 ROOT = Path(tempfile.mkdtemp(prefix="sargable-hms-validation-"))
@@ -477,19 +477,25 @@ def test_names_owner_types_and_maps_are_checked(metastore_url, tmp_path):
 def test_a_metastore_damaged_before_the_checks_keeps_working(metastore_url, tmp_path):
     """A table an earlier server stored with a column without a type, a database with a parameter without a value:
     the rest of the metastore works (new tables, listings, `sargable tables`); the API refuses just that table or
-    database naming it, and both drop."""
+    database naming it, and both drop. A partition with a sort column without a name is listed with its table's
+    storage descriptor (a listing never fails half-sent)."""
     ms = Metastore.open(metastore_url, warehouse=tmp_path / "warehouse")
     ms.create_database("d", location=str(tmp_path / "d.db"))
     damaged = HiveTable(columns=(("x", None, None),), storage=HiveStorage(sort_cols=((None, None),)))  # type: ignore[arg-type]
     ms.create_table("d", "broken", [], [("ds", "string")], hive=damaged)
     ms.add_partitions("d", "broken", [["a"]])
+    ms.create_table("d", "parts", [("x", "int")], [("ds", "string")], hive=HiveTable())
+    bad = HivePartition(storage=HiveStorage(sort_cols=((None, None),)))  # type: ignore[arg-type]
+    ms.add_partitions("d", "parts", [["a"], ["b"]], parameters=[{"n": "1"}, None], hive=[bad, None])
     ms.create_database("old", location=str(tmp_path / "old.db"), hive=HiveDatabase(parameters={"k": None}))  # type: ignore[dict-item]
     ms.close()
     with InProcess(metastore_url, tmp_path / "warehouse") as hms:
         hms.call("create_database", ttypes.Database(name="e", locationUri=str(tmp_path / "e.db")))
         hms.call("create_table", valid_table("e", "t"))
         hms.call("create_table", valid_table("d", "t"))
-        assert hms.call("get_all_tables", "d") == ["broken", "t"]
+        assert hms.call("get_all_tables", "d") == ["broken", "parts", "t"]
+        listed = hms.call("get_partitions", "d", "parts", -1)  # a damaged partition: served with its table's fields
+        assert [(p.values, p.parameters, p.sd.sortCols) for p in listed] == [(["a"], {"n": "1"}, []), (["b"], {}, [])]
         with pytest.raises(ttypes.MetaException, match=r"Hive fields of table d\.broken don't decode"):
             hms.call("get_table", "d", "broken")
         with pytest.raises(ttypes.MetaException, match=r"d\.broken"):

@@ -3,7 +3,8 @@
 property `sargable.hms.table` and a partition's in the parameter `sargable.hms.partition`. Such tables and
 partitions are still served as they were. Clients may not set parameters under the `sargable.hms.` prefix.
 
-Hive fields that don't decode (`DamagedFields`, see `sargable.metastore.hive`) refuse just their object, naming it.
+Hive fields that don't decode (`DamagedFields`, see `sargable.metastore.hive`) refuse just their database or table,
+naming it; a partition's are served as none.
 """
 
 from __future__ import annotations
@@ -61,11 +62,12 @@ def table_fields(table: TableDefinition) -> HiveTable | None:
 
 def partition_fields(part: Partition) -> tuple[HivePartition, dict[str, str]]:
     """A partition's Hive fields (its own, else an earlier server's reserved parameter, else none) and the parameters
-    a client set; DamagedMetastoreError naming the partition when they don't decode."""
+    a client set. Fields that don't decode are served as none (the table's storage descriptor), so that a listing of
+    its table never fails half-sent; they stay stored as they are until the partition is altered or dropped."""
     hive = part.hive
     if hive is None:
         raw = part.parameters.get(PARTITION_KEY)
         hive = HivePartition() if raw is None else partition_from_raw(_json(raw))
     if isinstance(hive, DamagedFields):
-        raise damaged_fields(f"partition {part.name} of {part.table.qualified_name}", hive)
+        hive = HivePartition()
     return hive, client_parameters(part.parameters)
