@@ -11,7 +11,7 @@ from typing import Any
 from sargable.errors import MetastoreError, PathError
 from sargable.hms.bindings import ttypes
 from sargable.hms.catalog import NewPartition, typed_values
-from sargable.hms.extras import client_parameters, is_reserved, partition_fields, table_fields
+from sargable.hms.extras import client_parameters, damaged_fields, is_reserved, partition_fields, table_fields
 from sargable.hms.validate import (
     I32,
     KEY_LIMIT,
@@ -22,7 +22,7 @@ from sargable.hms.validate import (
     InvalidObjectError,
 )
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Partition, TableDefinition, partition_name
-from sargable.metastore.hive import HiveDatabase, HivePartition, HiveStorage, HiveTable
+from sargable.metastore.hive import DamagedFields, HiveDatabase, HivePartition, HiveStorage, HiveTable
 from sargable.paths import canonical_location, is_local
 from sargable.types import DataType, format_value
 
@@ -320,8 +320,11 @@ def database_fields(database: Any) -> HiveDatabase:
 
 
 def database(record: Database) -> Any:
-    """A database record as a Thrift `Database`."""
+    """A database record as a Thrift `Database` (DamagedMetastoreError naming it when its Hive fields don't
+    decode)."""
     hive = record.hive or HiveDatabase()
+    if isinstance(hive, DamagedFields):
+        raise damaged_fields(f"database {record.name}", hive)
     return ttypes.Database(
         name=record.name,
         description=hive.description,

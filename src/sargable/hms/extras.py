@@ -3,7 +3,8 @@
 property `sargable.hms.table` and a partition's in the parameter `sargable.hms.partition`. Such tables and
 partitions are still served as they were. Clients may not set parameters under the `sargable.hms.` prefix.
 
-Hive fields that don't decode (`DamagedFields`, see `sargable.metastore.hive`) refuse just their object, naming it.
+Hive fields that don't decode (`DamagedFields`, see `sargable.metastore.hive`) refuse just their database or table,
+naming it; a partition's are served as none.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def client_parameters(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in properties.items() if not is_reserved(k)}
 
 
-def _damaged(what: str, fields: DamagedFields) -> DamagedMetastoreError:
+def damaged_fields(what: str, fields: DamagedFields) -> DamagedMetastoreError:
+    """The error for an object whose Hive fields don't decode."""
     return DamagedMetastoreError(
         f"the Hive fields of {what} don't decode ({fields.error}), as a server before sargable's checks of them "
         "could store them: the rest of the metastore is fine; drop the object (its data files stay) and create it "
@@ -54,17 +56,18 @@ def table_fields(table: TableDefinition) -> HiveTable | None:
     if hive is None and TABLE_KEY in table.properties:
         hive = table_from_raw(_json(table.properties[TABLE_KEY]))
     if isinstance(hive, DamagedFields):
-        raise _damaged(f"table {table.qualified_name}", hive)
+        raise damaged_fields(f"table {table.qualified_name}", hive)
     return hive
 
 
 def partition_fields(part: Partition) -> tuple[HivePartition, dict[str, str]]:
     """A partition's Hive fields (its own, else an earlier server's reserved parameter, else none) and the parameters
-    a client set; DamagedMetastoreError naming the partition when they don't decode."""
+    a client set. Fields that don't decode are served as none (the table's storage descriptor), so that a listing of
+    its table never fails half-sent; they stay stored as they are until the partition is altered or dropped."""
     hive = part.hive
     if hive is None:
         raw = part.parameters.get(PARTITION_KEY)
         hive = HivePartition() if raw is None else partition_from_raw(_json(raw))
     if isinstance(hive, DamagedFields):
-        raise _damaged(f"partition {part.name} of {part.table.qualified_name}", hive)
+        hive = HivePartition()
     return hive, client_parameters(part.parameters)

@@ -36,7 +36,7 @@ from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
-from sargable.hms.validate import InvalidObjectError, check_arguments
+from sargable.hms.validate import Fields, InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
 from sargable.store import Store
@@ -143,7 +143,7 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
         try:
             if name in WRITE_METHODS:
-                check_arguments(name, args)
+                check_arguments(name, args, kwargs)
             return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
@@ -497,7 +497,9 @@ class Handler(ThriftHiveMetastore.Iface):
         view = codec.view
         now = int(time.time())
         new: list[NewPartition] = []
-        for part in parts:
+        check = Fields(f"the partitions to add to {view.table.qualified_name}")
+        for i, part in enumerate(check.items(parts, "parts")):
+            check.struct(part, f"parts[{i}]", ttypes.Partition)
             if (part.dbName or db).lower() != view.table.database or (part.tableName or table).lower() != (
                 view.table.name
             ):

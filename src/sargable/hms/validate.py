@@ -195,14 +195,16 @@ class Fields:
             raise self.refuse(field, f"is not a Hive type: {exc}") from None
 
 
-def check_arguments(method: str, args: tuple[Any, ...]) -> None:
+def check_arguments(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """A call's struct arguments (and the entries of its lists of structs) are structs of their declared class, and
     its lists of strings (partition values) lists of strings; only an environment context may be missing (Thrift
-    leaves out a field a client did not set)."""
+    leaves out a field a client did not set). The arguments are given by position or by name (as the server
+    passes them)."""
     spec = getattr(ThriftHiveMetastore, f"{method}_args", None)
     entries = [entry for entry in getattr(spec, "thrift_spec", None) or () if entry]
-    for entry, value in zip(entries, args):
-        _, ttype, name, kind, _ = entry
+    given = {**{entry[2]: value for entry, value in zip(entries, args)}, **kwargs}
+    for _, ttype, name, kind, _ in entries:
+        value = given.get(name)
         if ttype == TType.STRUCT and not (value is None and name == "environment_context"):
             _struct_argument(method, name, value, kind[0])
         elif ttype == TType.LIST and kind[0] == TType.STRUCT and value is not None:

@@ -2,12 +2,12 @@
 records, and their one codec to and from the stored JSON form.
 
 `HiveDatabase` rides in a database's record, `HiveTable` in a table's definition (`TableDefinition.hive`),
-`HivePartition` in a partition's row. The field decoders refuse anything but what the encoders write (ValueError saying
-what). A table's or partition's Hive fields that don't decode (as a server before issue 26's checks could store them:
-a column without a type, a sort column without a name) are kept as `DamagedFields`, exactly as stored: only the Hive
-metastore API needs them, so the table and everything else in the metastore keep working (reads, commits, drops,
-listings of other tables), and the API refuses just that object, naming it, until it is dropped or its fields are
-written anew.
+`HivePartition` in a partition's row. The field decoders refuse anything but what the encoders write (ValueError
+saying what). A database's, table's or partition's Hive fields that don't decode (as a server before issue 26's
+checks could store them: a column without a type, a sort column without a name) are kept as `DamagedFields`, exactly
+as stored: only the Hive metastore API needs them, so the object and everything else in the metastore keep working
+(reads, commits, drops, listings of other tables), and the API refuses just that object, naming it, until it is
+dropped or its fields are written anew.
 """
 
 from __future__ import annotations
@@ -209,15 +209,19 @@ def _storage(value: Any) -> HiveStorage:
     )
 
 
-def database_from_raw(value: Any) -> HiveDatabase:
-    """A database's Hive fields from their stored form (ValueError when it is not what `database_raw` writes)."""
-    raw = _object(value, "a database's Hive fields")
-    return HiveDatabase(
-        description=_optional_text(raw, "description"),
-        owner=_optional_text(raw, "owner"),
-        owner_type=_optional_int(raw, "owner_type"),
-        parameters=_strings(raw, "parameters"),
-    )
+def database_from_raw(value: Any) -> HiveDatabase | DamagedFields:
+    """A database's Hive fields from their stored form (`DamagedFields` when it is not what `database_raw`
+    writes)."""
+    try:
+        raw = _object(value, "a database's Hive fields")
+        return HiveDatabase(
+            description=_optional_text(raw, "description"),
+            owner=_optional_text(raw, "owner"),
+            owner_type=_optional_int(raw, "owner_type"),
+            parameters=_strings(raw, "parameters"),
+        )
+    except ValueError as exc:
+        return DamagedFields(value, str(exc))
 
 
 def table_from_raw(value: Any) -> HiveTable | DamagedFields:

@@ -29,7 +29,7 @@ class Database:
 
     name: str
     location: str
-    hive: HiveDatabase | None = None
+    hive: HiveDatabase | DamagedFields | None = None
 
 
 @dataclass(frozen=True)
