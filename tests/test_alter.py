@@ -259,6 +259,16 @@ def test_a_failed_move_leaves_the_old_name_working(handler, metastore_url, tmp_p
         assert ms.list_tables("d") == ["t"] and ms.get_table("d", "t").location == str(root / "t")
 
 
+def test_a_folder_holding_another_tables_location_does_not_move(metastore, tmp_path):
+    metastore.create_database("d", location=str(tmp_path / "d.db"))
+    metastore.create_table("d", "t", [("x", "int")])
+    metastore.create_table("d", "inner", [("x", "int")], location=str(tmp_path / "d.db/t/inner"), share_location=True)
+    data = _touch(tmp_path / "d.db" / "t" / "inner" / "part-0.parquet")
+    with pytest.raises(sg.MetastoreError, match=r"holds the location of table d\.inner"):
+        metastore.alter_table("d", "t", new_name="u", location=str(tmp_path / "d.db" / "u"), move_folder=True)
+    assert data.exists() and metastore.list_tables("d") == ["inner", "t"]
+
+
 def test_a_failed_commit_moves_the_folder_back(metastore, tmp_path, monkeypatch):
     metastore.create_database("d", location=str(tmp_path / "d.db"))
     metastore.create_table("d", "t", [("x", "int")])

@@ -99,10 +99,10 @@ def alter_table(
             if target != table.name and store.get(CATALOG, table_key(table.database, target)) is not None:
                 raise AlreadyExistsError(f"table {table.database}.{target} already exists")
             new_location = table.location if where is None else where
+            others = [t for t in all_tables(store) if t.table_id != table.table_id]
             if move_folder:
-                _check_move(table, new_location)
+                _check_move(table, new_location, others)
             if new_location != table.location:
-                others = [t for t in all_tables(store) if t.table_id != table.table_id]
                 check_location(store, warehouse, f"{table.database}.{target}", new_location, False, others)
                 if move_folder:
                     _relocate(store, table, _mover(table.location, new_location), new_location)
@@ -148,7 +148,8 @@ def _check_columns(store: Store, table: TableDefinition, columns: tuple[tuple[st
         )
 
 
-def _check_move(table: TableDefinition, location: str) -> None:
+def _check_move(table: TableDefinition, location: str, others: list[TableDefinition]) -> None:
+    """Refuse a folder move that can't be one rename of this table's own folder to a free place."""
     if location == table.location:
         raise MetastoreError(f"table {table.qualified_name}: moving its folder needs a new location")
     if not (is_local(table.location) and is_local(location)):
@@ -157,6 +158,12 @@ def _check_move(table: TableDefinition, location: str) -> None:
         )
     if is_within(location, table.location) or is_within(table.location, location):
         raise MetastoreError(f"table {table.qualified_name}: can't move {table.location!r} into or onto itself")
+    inside = [t.qualified_name for t in others if is_within(t.location, table.location)]
+    if inside:
+        raise MetastoreError(
+            f"table {table.qualified_name}: its folder {table.location!r} holds the location of table {inside[0]}, "
+            "which would move with it; give the table a location of its own first"
+        )
     if os.path.lexists(location):
         raise AlreadyExistsError(
             f"table {table.qualified_name}: can't move its folder to {location!r}: something is there already"
