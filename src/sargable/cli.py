@@ -701,7 +701,7 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
         workers=args.workers,
         cache_bytes=int(args.cache_mb * 2**20),
     )
-    serve(args.metastore, config, warehouse=args.warehouse)
+    serve(args.metastore, config, warehouse=args.warehouse, call_timeout=args.call_timeout or None)
 
 
 def _seconds(text: str) -> float:
@@ -810,6 +810,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=256,
         help="encoded replies kept, keyed by table version (default 256; 0: none)",
+    )
+    serve.add_argument(
+        "--call-timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds a call may run before it is refused with a MetaException (default 60; 0: no limit)",
     )
     serve.set_defaults(func=cmd_serve)
 

@@ -8,6 +8,7 @@ import logging
 import os
 
 from sargable.hms.catalog import Catalog
+from sargable.hms.handler import DEFAULT_CALL_TIMEOUT
 from sargable.hms.server import HmsServer, ServerConfig
 from sargable.metastore import Metastore
 
@@ -28,14 +29,17 @@ def serve(
     config: ServerConfig | None = None,
     *,
     warehouse: str | os.PathLike | None = None,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
 ) -> None:
     """Serve the metastore at `url` (default: `$SARGABLE_METASTORE`) until SIGTERM / Ctrl-C; returns after a
-    clean stop. New tables go under `warehouse` (default: `$SARGABLE_WAREHOUSE`)."""
+    clean stop. New tables go under `warehouse` (default: `$SARGABLE_WAREHOUSE`); a call running longer than
+    `call_timeout` seconds is refused (None: no deadline)."""
     Metastore.open(url, warehouse=warehouse).close()  # fail here, before listening, on a bad URL
     _tune_gc()
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = HmsServer(lambda: Catalog(Metastore.open(url, warehouse=warehouse)), config or ServerConfig())
+    server.handler.call_timeout = call_timeout
     server.install_signal_handlers()
     server.serve_forever()
 

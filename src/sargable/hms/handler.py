@@ -11,7 +11,6 @@ to `get_partitions_by_filter`.
 from __future__ import annotations
 
 import functools
-import re
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -22,12 +21,14 @@ from urllib.parse import unquote, urlparse
 
 from thrift.Thrift import TException, TType
 
+from sargable.deadline import Deadline
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, SargableError, StoreError
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
 from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import VIRTUAL_VIEW, TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
+from sargable.hms.patterns import name_matcher
 from sargable.hms.pool import CatalogPool
 from sargable.metastore import Partition, Table, TableDefinition
 from sargable.metastore.names import parse_partition_name, unescape_path_name
@@ -120,7 +121,8 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
             self.note.error = "MetaException"
             raise ttypes.MetaException(message=f"{name}: this metastore is served read-only (sargable serve)")
         try:
-            return method(self, *args, **kwargs)
+            with Deadline(self.call_timeout):
+                return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
                 self.note.broken = True
@@ -139,14 +141,6 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
 
 def _limit(max_parts: int | None) -> int | None:
     return None if max_parts is None or max_parts < 0 else max_parts
-
-
-def _pattern(pattern: str | None) -> re.Pattern[str]:
-    """Hive's name pattern: `*` any characters, `|` alternatives, case-insensitive."""
-    if not pattern or pattern == "*":
-        return re.compile(".*")
-    parts = [".*".join(re.escape(p) for p in alt.strip().split("*")) for alt in pattern.split("|")]
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
 def local_dir(location: str | None) -> Path | None:
@@ -168,6 +162,9 @@ def _mkdirs(location: str | None) -> None:
         path.mkdir(parents=True, exist_ok=True)
 
 
+DEFAULT_CALL_TIMEOUT = 60.0
+"""Seconds a call may run by default (`sargable serve --call-timeout`)."""
+
 PAGE = 2048
 """Partitions per chunk of a streamed listing (about 1 MB)."""
 
@@ -182,9 +179,18 @@ class Handler(ThriftHiveMetastore.Iface):
     The calls that return partitions, partition names or a table answer with `Encoded` bytes (see `encode`); the
     reads among them are cached by table version (see `cache`), and a whole-table listing is streamed."""
 
-    def __init__(self, pool: CatalogPool, *, read_only: bool = False, cache: ReplyCache | None = None) -> None:
+    def __init__(
+        self,
+        pool: CatalogPool,
+        *,
+        read_only: bool = False,
+        cache: ReplyCache | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
         self.pool = pool
         self.read_only = read_only
+        self.call_timeout = call_timeout
+        """Seconds each call may run before it is refused with DeadlineExceededError (None: no deadline)."""
         self.cache = cache or ReplyCache(0)
         self.note = CallNote()
         self._local = threading.local()
@@ -340,8 +346,8 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def get_databases(self, pattern: str) -> list[str]:
-        match = _pattern(pattern)
-        return [d for d in self.catalog.list_databases() if match.fullmatch(d)]
+        match = name_matcher(pattern)
+        return [d for d in self.catalog.list_databases() if match(d)]
 
     @_hive_api
     def get_all_databases(self) -> list[str]:
@@ -382,8 +388,8 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def get_tables(self, db_name: str, pattern: str) -> list[str]:
-        match = _pattern(pattern)
-        return [t for t in self.catalog.list_tables(db_name) if match.fullmatch(t)]
+        match = name_matcher(pattern)
+        return [t for t in self.catalog.list_tables(db_name) if match(t)]
 
     @_hive_api
     def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:
