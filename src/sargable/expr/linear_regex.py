@@ -354,6 +354,7 @@ def compile_linear(pattern: str) -> LinearRegex:
 @lru_cache(maxsize=4096)
 def _compile(pattern: str) -> LinearRegex:
     try:
+        re.compile(pattern)  # only to reject what `re` rejects, with its message (the parser alone misses some)
         tree = _parser.parse(pattern, 0)
     except (re.error, OverflowError, RecursionError) as exc:
         raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
