@@ -25,6 +25,7 @@ from re import _constants as sre  # the opcodes of `re._parser`'s tree (see the 
 from re import _parser
 from typing import Any
 
+from sargable.deadline import check_deadline
 from sargable.errors import PatternError, UnsupportedPatternError
 
 MAX_STATES = 20_000
@@ -220,6 +221,8 @@ class _Automaton:
     def lookaround(self, op: Any, av: Any, flags: int) -> tuple[Callable[[str, int], bool], bool]:
         direction, body = av
         low, high = body.getwidth()
+        if direction < 0 and low != high:  # what `re.compile` checks after parsing
+            raise PatternError(f"invalid regular expression {self.pattern!r}: look-behind requires fixed-width pattern")
         if direction > 0 and high > MAX_LOOKAHEAD_WIDTH:
             raise UnsupportedPatternError(
                 self.pattern, f"a look-ahead that can match more than {MAX_LOOKAHEAD_WIDTH:,} characters"
@@ -353,8 +356,8 @@ def compile_linear(pattern: str) -> LinearRegex:
 
 @lru_cache(maxsize=4096)
 def _compile(pattern: str) -> LinearRegex:
+    check_deadline()  # compiling costs a fraction of a millisecond; a filter may hold thousands of patterns
     try:
-        re.compile(pattern)  # only to reject what `re` rejects, with its message (the parser alone misses some)
         tree = _parser.parse(pattern, 0)
     except (re.error, OverflowError, RecursionError) as exc:
         raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None

@@ -83,8 +83,7 @@ def _quoted_end(text: str, start: int, escapes: bool) -> tuple[int, int]:
                 continue
         if not text.startswith(quote, close + 1):
             return close + 1, reported
-        at = reported = close + 1
-        at += 1
+        reported, at = close + 1, close + 2
         close = text.find(quote, at)
     return -1, reported
 
