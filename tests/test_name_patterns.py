@@ -50,7 +50,7 @@ def test_patterns_are_globs_over_the_whole_name() -> None:
 
 def test_a_pattern_over_the_limit_is_refused() -> None:
     name_matcher("*" * MAX_NAME_PATTERN_CHARS)
-    with pytest.raises(PatternError, match="longer than the limit of 1024"):
+    with pytest.raises(PatternError, match="longer than the limit of 1,024"):
         name_matcher("*" * 100_000 + "x")
 
 

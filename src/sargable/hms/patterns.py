@@ -40,7 +40,7 @@ def name_matcher(pattern: str | None) -> Callable[[str], bool]:
         return lambda name: True
     if len(pattern) > MAX_NAME_PATTERN_CHARS:
         raise PatternError(
-            f"a name pattern of {len(pattern)} characters is longer than the limit of {MAX_NAME_PATTERN_CHARS}; "
+            f"a name pattern of {len(pattern):,} characters is longer than the limit of {MAX_NAME_PATTERN_CHARS:,}; "
             f"list the names (get_all_tables, get_all_databases) and filter them instead"
         )
     exact: set[str] = set()
