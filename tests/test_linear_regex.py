@@ -70,6 +70,8 @@ def test_search_agrees_with_re(pattern: str, whole: bool, values: list[str]) -> 
         ("(?>ab|a)b", "an atomic group"),
         ("(?=.*x)", "a look-ahead that can match more than 1,000 characters"),
         ("(?:a{150}){150}", f"counted repetitions that expand to more than {MAX_STATES:,} states"),
+        ("(?<=a{12000})", "look-arounds that read more than 10,000 characters at each position"),
+        ("(?=(?=a{99})b{99})", "look-arounds that read more than 10,000 characters at each position"),
     ],
 )
 def test_constructs_without_linear_matching_are_refused_by_name(pattern: str, what: str) -> None:

@@ -32,6 +32,8 @@ MAX_STATES = 20_000
 """NFA states at most (counted repetitions are expanded: `(a{100}){100}` has 10,000)."""
 MAX_LOOKAHEAD_WIDTH = 1_000
 """The widest look-ahead taken: it is run at every position, so its width multiplies the time per character."""
+MAX_LOOKAROUND_STEPS = 10_000
+"""The characters all look-arounds of a pattern may read at one position, nested ones multiplied out."""
 _MAX_DFA_STATES = 4_096
 """Cached DFA states of one automaton; past this the cache starts over (memory stays bounded, time linear)."""
 
@@ -144,6 +146,8 @@ class _Automaton:
         self.tests: list[Callable[[str, int], bool]] = []
         self._test_ids: dict[Any, int] = {}
         self.edge_only = True
+        self.steps = 0
+        """Characters the position tests read at one position, at most (look-arounds, nested ones included)."""
         self.start = 0
         self._cache = _DfaCache()
         self._memo: dict[tuple[int, str], bool] = {}
@@ -229,6 +233,11 @@ class _Automaton:
             )
         inner = _Automaton(self.pattern)
         inner.start = inner.sequence(body, flags, inner.state(_MATCH))
+        self.steps += (high + 1) * (inner.steps + 1)
+        if self.steps > MAX_LOOKAROUND_STEPS:
+            raise UnsupportedPatternError(
+                self.pattern, f"look-arounds that read more than {MAX_LOOKAROUND_STEPS:,} characters at each position"
+            )
         wanted = op is sre.ASSERT
         if direction > 0:
             return (lambda text, pos: inner.run(text, pos, len(text)) == wanted), False
@@ -282,7 +291,11 @@ class _Automaton:
             return found
 
     def step(self, cache: _DfaCache, current: int, char: str, mask: int) -> int:
-        """The DFA state after `current` reads `char` at a position where the tests `mask` hold (and cache it)."""
+        """The DFA state after `current` reads `char` at a position where the tests `mask` hold (and cache it).
+
+        This costs up to the NFA's size, so it checks the call's deadline: a value of millions of characters under a
+        pattern whose DFA keeps growing is linear too, but long."""
+        check_deadline()
         with self._lock:
             memo, singles, arg = self._memo, self.singles, self.arg
             targets = []
