@@ -122,13 +122,17 @@ def _anchor(pattern: str, code: Any, flags: int) -> tuple[Callable[[str, int], b
 class _DfaCache:
     """One generation of an automaton's lazily built DFA: state sets, their ids, accepting flags, transitions."""
 
-    __slots__ = ("accepting", "ids", "initial", "moves", "sets")
+    __slots__ = ("ids", "initial", "moves", "plain", "sets", "verdict")
 
     def __init__(self) -> None:
         self.sets: list[tuple[int, ...]] = []
         self.ids: dict[tuple[int, ...], int] = {}
-        self.accepting: list[bool] = []
+        self.verdict: list[bool | None] = []
+        """Per state: True once the match state is reached, False when no state is left (no match), else None."""
+        self.plain: list[dict[str, int]] = []
+        """Per state: its moves by character where no position test holds (most positions of most patterns)."""
         self.moves: dict[tuple[int, str, int], int] = {}
+        """Moves where some position test holds: (state, character, tests that hold) -> state."""
         self.initial: dict[int, int] = {}
 
 
@@ -280,7 +284,8 @@ class _Automaton:
         if found is None:
             found = cache.ids[states] = len(cache.sets)
             cache.sets.append(states)
-            cache.accepting.append(any(self.kind[s] == _MATCH for s in states))
+            cache.verdict.append(True if any(self.kind[s] == _MATCH for s in states) else None if states else False)
+            cache.plain.append({})
         return found
 
     def begin(self, cache: _DfaCache, mask: int) -> int:
@@ -308,7 +313,11 @@ class _Automaton:
                     hit = memo[key] = singles[arg[state]](char) is not None
                 if hit:
                     targets.append(self.out1[state])
-            found = cache.moves[(current, char, mask)] = self.intern(cache, self.closure(targets, mask))
+            found = self.intern(cache, self.closure(targets, mask))
+            if mask:
+                cache.moves[(current, char, mask)] = found
+            else:
+                cache.plain[current][char] = found
             if len(cache.sets) > _MAX_DFA_STATES or len(memo) > 16 * _MAX_DFA_STATES:
                 self._cache = _DfaCache()  # later runs start over; this one goes on with its cache
                 self._memo = {}
@@ -322,20 +331,26 @@ class _Automaton:
         current = cache.initial.get(first)
         if current is None:
             current = self.begin(cache, first)
-        accepting, moves, sets = cache.accepting, cache.moves, cache.sets
-        if accepting[current]:
-            return True
-        edge_only = self.edge_only
-        for pos in range(start, stop):
-            after = pos + 1
-            mask = 0 if edge_only and after < size else self.mask(text, after)
-            key = (current, text[pos], mask)
-            found = moves.get(key)
-            current = self.step(cache, current, text[pos], mask) if found is None else found
-            if accepting[current]:
-                return True
-            if not sets[current]:
+        verdict, plain = cache.verdict, cache.plain
+        if verdict[current] is not None:
+            return bool(verdict[current])
+        if self.edge_only:
+            # No position test holds inside the text: every move but one into its very end is a plain one.
+            last = stop - 1 if stop == size and stop > start else stop
+            for char in text[start:last]:
+                found = plain[current].get(char)
+                current = self.step(cache, current, char, 0) if found is None else found
+                if verdict[current] is not None:
+                    return bool(verdict[current])
+            if last == stop:
                 return False
+            start = last
+        for pos in range(start, stop):
+            char, mask = text[pos], self.mask(text, pos + 1)
+            found = cache.moves.get((current, char, mask)) if mask else plain[current].get(char)
+            current = self.step(cache, current, char, mask) if found is None else found
+            if verdict[current] is not None:
+                return bool(verdict[current])
         return False
 
 
