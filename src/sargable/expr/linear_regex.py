@@ -155,6 +155,7 @@ class _Automaton:
         self.start = 0
         self._cache = _DfaCache()
         self._memo: dict[tuple[int, str], bool] = {}
+        self._edge_masks: dict[tuple[bool, bool], int] = {}
         self._lock = threading.Lock()
 
     # -- building ----------------------------------------------------------------------------------------------
@@ -251,6 +252,15 @@ class _Automaton:
 
     def mask(self, text: str, pos: int) -> int:
         """The position tests that hold at `pos`, as bits."""
+        if self.edge_only:  # they depend only on whether `pos` is the start or the end: 4 cases, kept
+            key = (pos == 0, pos == len(text))
+            found = self._edge_masks.get(key)
+            if found is None:
+                found = self._edge_masks[key] = self.tests_at(text, pos)
+            return found
+        return self.tests_at(text, pos)
+
+    def tests_at(self, text: str, pos: int) -> int:
         bits = 0
         for index, fn in enumerate(self.tests):
             if fn(text, pos):
