@@ -1,7 +1,8 @@
 """Resource bounds: time and peak memory of huge filters through every stage, at the sizes issue 9 names.
 
 Workloads: an IN list of 1,000,000 values, a 100,000-way OR, 10,000 levels of nesting (parentheses, NOT, and
-alternating AND/OR), 10 MB of filter text (one literal, an AND chain, garbage), a DNF that would have 2^20 terms
+alternating AND/OR), 10 MB of filter text (one literal, an AND chain, garbage), a 90 MB hive dialect filter (over
+its limit), a 1 MiB hive string of escapes, backtracking LIKE patterns, a DNF that would have 2^20 terms
 (`to_dnf` with its default cap of 1,024), a planner cross product past `max_scans`, and
 `Metastore.get_partitions_by_filter` with a 100,000-way OR over two partition keys (SQLite, and PostgreSQL when a
 URL is given). Each workload runs in a fresh process; each step reports wall and CPU seconds and its peak
@@ -127,6 +128,24 @@ def big_text(megabytes: int, results: list[dict]) -> None:
     step(results, f"{megabytes} MB unclosed string: parse", lambda: sg.parse("s = '" + "x" * size))
 
 
+def hive_text(megabytes: int, results: list[dict]) -> None:
+    """What a metastore client may send (issue 26): a filter past the hive dialect's limit, one at the limit made of
+    escapes, and backtracking patterns over many values."""
+    import sargable as sg
+    from sargable.expr.parser import MAX_HIVE_FILTER_CHARS
+
+    huge = "ds = '" + "x" * (megabytes * 1_000_000) + "'"
+    step(results, f"{megabytes} MB hive filter: parse", lambda: sg.parse(huge, dialect="hive"))
+    escapes = "ds = '" + "a\\b" * ((MAX_HIVE_FILTER_CHARS - 8) // 3) + "'"
+    step(results, "1 MiB hive string of escapes: parse", lambda: sg.parse(escapes, dialect="hive"))
+    schema = [("ds", "string")]
+    values = [{"ds": "a" * 99 + str(i % 10)} for i in range(10_000)]
+    for pattern in (".*" * 39 + "x", "(a+)+b"):
+        bound = sg.bind(sg.parse(f'ds like "{pattern}"', dialect="hive"), schema)
+        label = f"LIKE {pattern[:12]!r}... over 10,000 values"
+        step(results, label, lambda b=bound: [sg.evaluate(b, v) for v in values])
+
+
 def dnf_blowup(terms_log2: int, results: list[dict]) -> None:
     import sargable as sg
     from sargable.plan import plan_key_ranges
@@ -169,6 +188,7 @@ WORKLOADS: dict[str, tuple[Callable[[int, list[dict]], None], int, int]] = {
     "or_chain": (or_chain, 100_000, 20_000),
     "nesting": (nesting, 10_000, 10_000),
     "big_text": (big_text, 10, 1),
+    "hive_text": (hive_text, 90, 4),
     "dnf_blowup": (dnf_blowup, 20, 20),
     "metastore_or": (metastore_or, 100_000, 10_000),
 }

@@ -20,7 +20,7 @@ from sargable.stats import ColumnStats, FileStats, column_stats
 def contains(leaf: Leaf, value: Any) -> bool:
     """Whether a non-NULL, non-NaN value of the column is in the leaf's range / value set / pattern."""
     if leaf.regex is not None:
-        return leaf.regex.match(value) is not None
+        return leaf.regex(value)
     if leaf.kind == "set":
         return value in leaf.value_set
     if leaf.kind == "all":

@@ -725,6 +725,7 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
         allow=tuple(args.allow or ()),
+        call_timeout=args.call_timeout or None,
     )
     serve(args.metastore, config, warehouse=args.warehouse, create=args.create)
 
@@ -856,6 +857,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="CIDR,...",
         help="client addresses or networks served (repeatable); others are closed before anything is read",
+    )
+    serve.add_argument(
+        "--call-timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds a call may run before it is refused with a MetaException (default 60; 0: no limit)",
     )
     serve.set_defaults(func=cmd_serve)
 

@@ -49,6 +49,28 @@ class PatternError(BindError):
     """A LIKE pattern with a misplaced escape character, or a regular expression that does not compile."""
 
 
+class UnsupportedPatternError(PatternError):
+    """A regular expression with a construct that can't be matched in time linear in the value (a back-reference,
+    a look-ahead of unbounded width, a possessive quantifier or atomic group), or too large once its counted
+    repetitions are expanded; `what` names the construct."""
+
+    def __init__(self, pattern: str, what: str, message: str | None = None) -> None:
+        self.pattern = pattern
+        self.what = what
+        super().__init__(
+            message or f"the regular expression {pattern!r} has {what}, which can't be matched in linear time"
+        )
+
+
+class LimitExceededError(SargableError):
+    """An input over one of the documented size limits (docs/hms.md#limits), refused before any work on it."""
+
+
+class DeadlineExceededError(SargableError):
+    """A call that ran past its deadline (`sargable serve --call-timeout`): it was stopped, and a write it was in
+    rolled back."""
+
+
 class SerializationError(SargableError):
     """Bytes that are not a valid serialized expression (truncated, corrupt, unknown version)."""
 

@@ -4,7 +4,8 @@ Submodules: `tokens` (the lexicon: keywords, operators, tokenizers), `nodes` (th
 (filter text), `render` (canonical text), `binary` (compact bytes), `bind` (resolve against a schema), `bound`
 (`BoundFilter`: a filter bound once, at the edge, for the layers below), `evaluate` (three-valued evaluation),
 `normalize` (NNF, constant folding, range merging, DNF/CNF), `sarg` (Hive SearchArgument view), `like` (LIKE
-patterns), `java_regex` (Java regular expressions as Python's), `truth_tests` (`IS [NOT] TRUE|FALSE`).
+patterns), `java_regex` (Java regular expressions as Python's), `linear_regex` (linear-time matching of those
+patterns), `truth_tests` (`IS [NOT] TRUE|FALSE`).
 """
 
 from sargable.expr.binary import dumps, loads

@@ -25,7 +25,7 @@ from typing import Any
 
 from sargable.errors import BindError, TypeCoercionError
 from sargable.expr.evaluate import comparable_types, function_result_type
-from sargable.expr.like import compile_regex, like_to_regex
+from sargable.expr.like import compile_regex, like_matcher
 from sargable.expr.nodes import (
     And,
     Between,
@@ -304,7 +304,7 @@ def _(node: IsNull, kids: list[Bound], context: _Context) -> Bound:
 @_bind.register
 def _(node: Like, kids: list[Bound], context: _Context) -> Bound:
     _comparable(kids, "LIKE")
-    like_to_regex(node.pattern, node.escape)
+    like_matcher(node.pattern, node.escape)
     operand = kids[0][0]
     return (node if operand is node.operand else Like(operand, node.pattern, node.escape, node.negated)), BOOLEAN
 

@@ -22,7 +22,7 @@ from functools import lru_cache, singledispatch
 from typing import Any
 
 from sargable.errors import BindError, SargableError, TypeCoercionError
-from sargable.expr.like import compile_regex, like_to_regex
+from sargable.expr.like import compile_regex, like_matcher
 from sargable.expr.nodes import (
     And,
     Between,
@@ -481,13 +481,13 @@ def _(node: IsNull, kid_types: list[DataType | None]) -> Step:
 
 @_step.register
 def _(node: Like, kid_types: list[DataType | None]) -> Step:
-    regex, negated, dtype = like_to_regex(node.pattern, node.escape), node.negated, kid_types[0]
+    matches, negated, dtype = like_matcher(node.pattern, node.escape), node.negated, kid_types[0]
 
     def like(args: list[Any], row: Mapping[str, Any]) -> bool | None:
         value = args[0]
         if value is None:
             return None
-        return (regex.match(_as_text(value, dtype)) is not None) != negated
+        return matches(_as_text(value, dtype)) != negated
 
     return like
 
@@ -500,7 +500,7 @@ def _(node: Regex, kid_types: list[DataType | None]) -> Step:
         value = args[0]
         if value is None:
             return None
-        return (regex.search(_as_text(value, dtype)) is not None) != negated
+        return regex.search(_as_text(value, dtype)) != negated
 
     return rlike
 

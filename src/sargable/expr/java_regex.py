@@ -26,7 +26,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sargable.errors import PatternError
+from sargable.errors import PatternError, UnsupportedPatternError
+from sargable.expr.linear_regex import compile_linear
 
 _MAX = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]
@@ -39,7 +40,8 @@ _PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 _HEX = "0123456789abcdefABCDEF"
 _META = "\\.^$|?*+()[]{}#"
 _BOUNDS = re.compile(r"([0-9]+)(?:(,)([0-9]*))?\}")
-_X_BOUNDS = re.compile(r"([0-9][0-9 \t\n\x0b\f\r]*)(?:(,)([ \t\n\x0b\f\r0-9]*))?[ \t\n\x0b\f\r]*\}")
+_X_BOUNDS = re.compile(r"([0-9][0-9 \t\n\x0b\f\r]*+)(?:(,)([ \t\n\x0b\f\r0-9]*+))?[ \t\n\x0b\f\r]*\}")
+"""Possessive (`*+`): with the trailing spaces also matched by the groups, plain `*` backtracks quadratically."""
 
 
 def _ranges(*items: tuple[int, int] | str) -> Ranges:
@@ -606,9 +608,17 @@ def translate_java_regex(pattern: str, whole: bool) -> str:
     body = _Translator(_unquote(pattern), pattern).translate()
     translated = f"^(?:{body})\\Z" if whole else body
     try:
-        re.compile(translated)
-    except (re.error, OverflowError, RecursionError) as exc:
+        compile_linear(translated)
+    except UnsupportedPatternError as exc:
+        raise UnsupportedPatternError(
+            pattern,
+            exc.what,
+            f"cannot translate the Java regular expression {pattern!r} to a linear-time match: it has {exc.what}, "
+            f"which can't be matched in time linear in the value",
+        ) from None
+    except PatternError as exc:
+        reason = str(exc).rsplit(": ", 1)[-1]
         raise PatternError(
-            f"cannot translate the Java regular expression {pattern!r} to Python's: Python's re rejects it ({exc})"
+            f"cannot translate the Java regular expression {pattern!r} to Python's: Python's re rejects it ({reason})"
         ) from None
     return translated

@@ -1,4 +1,4 @@
-"""SQL LIKE patterns: validation, translation to regular expressions, and the literal prefix planners turn into ranges.
+"""SQL LIKE patterns: validation, linear-time matching, and the literal prefix planners turn into key ranges.
 
 LIKE follows Spark: `%` matches any run of characters, `_` exactly one code point, newlines are ordinary characters,
 matching is case-sensitive and covers the whole value. With `ESCAPE 'c'` the escape character may only precede `%`,
@@ -8,9 +8,11 @@ matching is case-sensitive and covers the whole value. With `ESCAPE 'c'` the esc
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from sargable.errors import PatternError
+from sargable.expr.linear_regex import LinearRegex, compile_linear
 
 ANY = "%"
 ONE = "_"
@@ -64,13 +66,44 @@ def validate_like(pattern: str, escape: str | None = None) -> None:
     _tokens(pattern, escape)
 
 
-def like_to_regex(pattern: str, escape: str | None = None) -> re.Pattern[str]:
-    """The compiled regular expression equivalent to `value LIKE pattern`; it is anchored at both ends."""
-    return _like_regex(_tokens(pattern, escape))
+def like_matcher(pattern: str, escape: str | None = None) -> Callable[[str], bool]:
+    """A test of whether a whole value matches the LIKE `pattern`, in time linear in the value (no backtracking)."""
+    return _like_matcher(_tokens(pattern, escape))
 
 
 @lru_cache(maxsize=4096)
-def _like_regex(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+def _like_matcher(tokens: tuple[tuple[str, str], ...]) -> Callable[[str], bool]:
+    """Without `_` a pattern is literal pieces between `%`s: the first starts the value, the last ends it, and each
+    one between is found at its leftmost place after the one before (an earlier place never leaves less room for
+    the rest), with `str.find`. With `_` it runs as a linear-time automaton."""
+    if any(kind == "one" for kind, _ in tokens):
+        return compile_linear(_like_regex(tokens)).search
+    pieces: list[str] = [""]
+    for kind, text in tokens:
+        if kind == "lit":
+            pieces[-1] += text
+        else:
+            pieces.append("")
+    if len(pieces) == 1:
+        return pieces[0].__eq__
+    first, middle, last = pieces[0], pieces[1:-1], pieces[-1]
+    least = len(first) + len(last)
+
+    def matches(value: str) -> bool:
+        if len(value) < least or not value.startswith(first) or not value.endswith(last):
+            return False
+        at, end = len(first), len(value) - len(last)
+        for piece in middle:
+            found = value.find(piece, at, end)
+            if found < 0:
+                return False
+            at = found + len(piece)
+        return True
+
+    return matches
+
+
+def _like_regex(tokens: tuple[tuple[str, str], ...]) -> str:
     parts = []
     for kind, text in tokens:
         if kind == "lit":
@@ -79,12 +112,12 @@ def _like_regex(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
             parts.append(".*")
         else:
             parts.append(".")
-    return re.compile(r"\A(?:" + "".join(parts) + r")\Z", re.DOTALL)
+    return r"(?s)\A(?:" + "".join(parts) + r")\Z"
 
 
 def like_matches(value: str, pattern: str, escape: str | None = None) -> bool:
     """Whether the whole of `value` matches the LIKE `pattern` (no NULL handling: `value` is a string)."""
-    return like_to_regex(pattern, escape).match(value) is not None
+    return like_matcher(pattern, escape)(value)
 
 
 def like_is_exact(pattern: str, escape: str | None = None) -> bool:
@@ -127,16 +160,7 @@ def prefix_successor(prefix: str) -> str | None:
     return None
 
 
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """Compile an RLIKE pattern (Python `re` syntax), raising `PatternError` when it is not a valid expression."""
-    if not isinstance(pattern, str):
-        raise PatternError(f"a regular expression must be a string, got {pattern!r}")
-    return _compile_regex(pattern)
-
-
-@lru_cache(maxsize=4096)
-def _compile_regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:
-        raise PatternError(f"invalid regular expression {pattern!r}: {exc}") from None
+def compile_regex(pattern: str) -> LinearRegex:
+    """Compile an RLIKE pattern (Python `re` syntax) for linear-time search, raising `PatternError` when it is not
+    a valid expression or has a construct without linear-time matching (`UnsupportedPatternError`)."""
+    return compile_linear(pattern)

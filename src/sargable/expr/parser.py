@@ -18,7 +18,7 @@ import math
 from decimal import Decimal
 from typing import Any, NoReturn
 
-from sargable.errors import FilterSyntaxError, PatternError, SargableError, TypeCoercionError
+from sargable.errors import FilterSyntaxError, LimitExceededError, PatternError, SargableError, TypeCoercionError
 from sargable.expr.java_regex import translate_java_regex
 from sargable.expr.like import compile_regex, validate_like
 from sargable.expr.nodes import (
@@ -70,6 +70,13 @@ from sargable.types import (
     parse_type,
 )
 
+MAX_HIVE_FILTER_CHARS = 1 << 20
+"""The longest filter the `hive` dialect takes (1,048,576 characters), refused before any parsing: it is what
+Hive metastore clients send, and a metastore server must bound what one call can cost (docs/hms.md#limits)."""
+MAX_HIVE_IN_VALUES = 100_000
+"""The most values (or rows) one IN list of the `hive` dialect takes (Spark sends at most 1,000 by default,
+`spark.sql.hive.metastorePartitionPruningInSetThreshold`, and a range beyond that)."""
+
 _PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3}
 _CONSTANTS = {"TRUE": TRUE, "FALSE": FALSE, "NULL": NULL_LITERAL}
 _SHORT_INTEGER = 18
@@ -110,6 +117,11 @@ def parse(text: str, dialect: str = "sql") -> Expr:
         raise FilterSyntaxError(f"a filter must be a str, got {type(text).__name__}")
     if dialect not in DIALECTS:
         raise SargableError(f"unknown filter dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    if dialect == "hive" and len(text) > MAX_HIVE_FILTER_CHARS:
+        raise LimitExceededError(
+            f"the filter is {len(text):,} characters long, over the hive dialect's limit of "
+            f"{MAX_HIVE_FILTER_CHARS:,}; split the request or filter on fewer values"
+        )
     return _Parser(text, dialect).parse()
 
 
@@ -301,8 +313,16 @@ class _Parser:
         while self.kinds[self.i] == ",":
             self.i += 1
             items.append(self._operand("a value in the IN list"))
+            self._check_in_size(len(items))
         self._expect(")", "',' or ')' in the IN list")
         return tuple(items)
+
+    def _check_in_size(self, count: int) -> None:
+        if self.hive and count > MAX_HIVE_IN_VALUES:
+            raise LimitExceededError(
+                f"an IN list of more than {MAX_HIVE_IN_VALUES:,} values (at position {self.starts[self.i - 1]}) is "
+                f"over the hive dialect's limit; filter on a range, or on fewer values per call"
+            )
 
     # -- IN over parenthesized columns ----------------------------------------------------------------------------
 
@@ -370,6 +390,7 @@ class _Parser:
                     row_start,
                 )
             rows.append(tuple(row))
+            self._check_in_size(len(rows))
             if self.kinds[self.i] != ",":
                 break
             self.i += 1

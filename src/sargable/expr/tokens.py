@@ -36,23 +36,17 @@ OPERATORS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", 
 LITERAL_KINDS = frozenset({"num", "str", "date", "timestamp"})
 """Token kinds that are a literal by themselves (`date` and `timestamp`: the hive dialect's unquoted forms)."""
 
-_SQL_STRING = r"""'[^']*(?:''[^']*)*'|"[^"]*(?:""[^"]*)*\""""
-_HIVE_STRING = r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*\""""
 _COMMON_TAIL = r"""
-    | (?P<quoted>`[^`]*(?:``[^`]*)*`)
+    | (?P<open>['"`])
     | (?P<op>[<>=!]+)
     | (?P<punct>[(),-])
-    | (?P<open>['"`])
     | (?P<end>\Z)
     | (?P<other>.)
     )"""
 _SQL_TOKEN = re.compile(
     r"""\s*(?:
       (?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-    | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<str>"""
-    + _SQL_STRING
-    + ")"
+    | (?P<word>[A-Za-z_][A-Za-z0-9_]*)"""
     + _COMMON_TAIL,
     re.VERBOSE | re.DOTALL,
 )
@@ -61,17 +55,49 @@ _HIVE_TOKEN = re.compile(
       (?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?![0-9A-Za-z_]))
     | (?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}(?![0-9A-Za-z_]))
     | (?P<word>[0-9]*[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-    | (?P<str>(?:"""
-    + _HIVE_STRING
-    + r")(?:\s*(?:"
-    + _HIVE_STRING
-    + "))*)"
+    | (?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"""
     + _COMMON_TAIL,
     re.VERBOSE | re.DOTALL,
 )
-_HIVE_STRING_PIECE = re.compile(_HIVE_STRING, re.DOTALL)
-_HIVE_ESCAPES = {quote: re.compile(r"\\.|" + quote * 2, re.DOTALL) for quote in "'\""}
+_SPACE = re.compile(r"\s*")
+
+
+def _quoted_end(text: str, start: int, escapes: bool) -> tuple[int, int]:
+    """Where the quoted piece opening at `start` ends (just past its closing quote; -1 if unterminated), and where
+    an unterminated one is reported: at the second quote of its last doubled quote, as a backtracking reading
+    closes the piece there and finds the rest unterminated (else at `start`).
+
+    Inside, the quote doubled stands for itself and, with `escapes`, a backslash takes the next character with it.
+    Scanned with `str.find`, never a backtracking regex: time linear in the piece, no memory beyond the token (the
+    regex `'(?:[^'\\]|\\.|'')*'` kept ~250 bytes of backtracking state per character)."""
+    quote = text[start]
+    at, reported = start + 1, start
+    close = text.find(quote, at)
+    while close >= 0:
+        if escapes:
+            slash = text.find("\\", at, close)
+            if slash >= 0:
+                at = slash + 2
+                if at > close:
+                    close = text.find(quote, at)
+                continue
+        if not text.startswith(quote, close + 1):
+            return close + 1, reported
+        reported, at = close + 1, close + 2
+        close = text.find(quote, at)
+    return -1, reported
+
+
+def _string_end(text: str, start: int, hive: bool) -> tuple[int, int]:
+    """The end of the string token opening at `start` (-1 if unterminated, then where to report it): in the hive
+    dialect adjacent quoted pieces, with only whitespace between, are one string (Hive 4's `STRING+`)."""
+    end, reported = _quoted_end(text, start, hive)
+    while hive and end >= 0:
+        following = _SPACE.match(text, end).end()
+        if following >= len(text) or text[following] not in "'\"":
+            break
+        end, reported = _quoted_end(text, following, True)
+    return end, reported
 
 
 @dataclass(slots=True)
@@ -92,11 +118,24 @@ def tokenize(text: str, dialect: str) -> Tokens:
     hive = dialect == "hive"
     tokens = Tokens([], [], [])
     kinds, raws, starts = tokens.kinds, tokens.raws, tokens.starts
-    for match in (_HIVE_TOKEN if hive else _SQL_TOKEN).finditer(text):
+    pattern = _HIVE_TOKEN if hive else _SQL_TOKEN
+    at = 0
+    while True:
+        match = pattern.match(text, at)
+        assert match is not None, "the token pattern matches at every position"
         group = match.lastgroup
         assert group is not None
         raw = match.group(group)
         start = match.start(group)
+        at = match.end()
+        if group == "open":
+            end, reported = _string_end(text, start, hive and raw != "`")
+            if end < 0:
+                what = "quoted identifier" if raw == "`" else "string"
+                hint = " (in the hive dialect a backslash escapes the next character)" if hive and raw != "`" else ""
+                quote = text[reported]
+                raise FilterSyntaxError(f"unterminated {what}: no closing {quote} after this one{hint}", text, reported)
+            group, raw, at = ("quoted" if raw == "`" else "str"), text[start:end], end
         if group == "word":
             upper = raw.upper()
             kind = upper if upper in KEYWORDS else "name"
@@ -113,10 +152,6 @@ def tokenize(text: str, dialect: str) -> Tokens:
             raws.append("")
             starts.append(start)
             return tokens
-        elif group == "open":
-            what = "quoted identifier" if raw == "`" else "string"
-            hint = " (in the hive dialect a backslash escapes the next character)" if hive and raw != "`" else ""
-            raise FilterSyntaxError(f"unterminated {what}: no closing {raw} after this one{hint}", text, start)
         elif group == "other":
             raise FilterSyntaxError(f"unexpected character {raw!r}", text, start)
         else:
@@ -124,7 +159,6 @@ def tokenize(text: str, dialect: str) -> Tokens:
         kinds.append(kind)
         raws.append(raw)
         starts.append(start)
-    raise AssertionError("the token pattern always ends with an `end` token")
 
 
 def string_value(raw: str, dialect: str) -> str:
@@ -133,10 +167,13 @@ def string_value(raw: str, dialect: str) -> str:
     if dialect != "hive":
         quote = raw[0]
         return raw[1:-1].replace(quote + quote, quote)
-    return "".join(_HIVE_ESCAPES[piece[0]].sub(_unescape, piece[1:-1]) for piece in _HIVE_STRING_PIECE.findall(raw))
-
-
-def _unescape(match: re.Match[str]) -> str:
-    """A backslash pair stays as it is; a doubled quote is one quote."""
-    text = match.group()
-    return text if text[0] == "\\" else text[0]
+    pieces = []
+    at = 0
+    while at < len(raw):
+        end, _ = _quoted_end(raw, at, True)
+        quote = raw[at]
+        # In a well-formed piece every run of quotes is doubled quotes, after an escaping backslash one more: either
+        # way undoubling from the left gives what Hive's reading does, and backslash pairs stay as they are.
+        pieces.append(raw[at + 1 : end - 1].replace(quote + quote, quote))
+        at = _SPACE.match(raw, end).end()
+    return "".join(pieces)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 from thrift.Thrift import TApplicationException, TException, TType
 
+from sargable.deadline import Deadline
 from sargable.errors import (
     AlreadyExistsError,
     DamagedMetastoreError,
@@ -35,6 +35,7 @@ from sargable.hms.cache import CachedReply, ReplyCache
 from sargable.hms.catalog import Catalog, NewPartition
 from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
+from sargable.hms.patterns import name_matcher
 from sargable.hms.pool import CatalogPool
 from sargable.hms.validate import Fields, InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
@@ -144,7 +145,8 @@ def _hive_api(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if name in WRITE_METHODS:
                 check_arguments(name, args, kwargs)
-            return method(self, *args, **kwargs)
+            with Deadline(self.call_timeout):
+                return method(self, *args, **kwargs)
         except SargableError as exc:
             if isinstance(exc, StoreError):
                 self.note.broken = True
@@ -168,13 +170,8 @@ def _limit(max_parts: int | None) -> int | None:
     return None if max_parts is None or max_parts < 0 else max_parts
 
 
-def _pattern(pattern: str | None) -> re.Pattern[str]:
-    """Hive's name pattern: `*` any characters, `|` alternatives, case-insensitive."""
-    if not pattern or pattern == "*":
-        return re.compile(".*")
-    parts = [".*".join(re.escape(p) for p in alt.strip().split("*")) for alt in pattern.split("|")]
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
-
+DEFAULT_CALL_TIMEOUT = 60.0
+"""Seconds a call may run by default (`sargable serve --call-timeout`)."""
 
 PAGE = 2048
 """Partitions per chunk of a streamed listing (about 1 MB)."""
@@ -190,9 +187,18 @@ class Handler(ThriftHiveMetastore.Iface):
     The calls that return partitions, partition names or a table answer with `Encoded` bytes (see `encode`); the
     reads among them are cached by table version (see `cache`), and a whole-table listing is streamed."""
 
-    def __init__(self, pool: CatalogPool, *, read_only: bool = False, cache: ReplyCache | None = None) -> None:
+    def __init__(
+        self,
+        pool: CatalogPool,
+        *,
+        read_only: bool = False,
+        cache: ReplyCache | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
         self.pool = pool
         self.read_only = read_only
+        self.call_timeout = call_timeout
+        """Seconds each call may run before it is refused with DeadlineExceededError (None: no deadline)."""
         self.cache = cache or ReplyCache(0)
         self.note = CallNote()
         self._local = threading.local()
@@ -348,8 +354,8 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def get_databases(self, pattern: str) -> list[str]:
-        match = _pattern(pattern)
-        return [d for d in self.catalog.list_databases() if match.fullmatch(d)]
+        match = name_matcher(pattern)
+        return [d for d in self.catalog.list_databases() if match(d)]
 
     @_hive_api
     def get_all_databases(self) -> list[str]:
@@ -390,8 +396,8 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def get_tables(self, db_name: str, pattern: str) -> list[str]:
-        match = _pattern(pattern)
-        return [t for t in self.catalog.list_tables(db_name) if match.fullmatch(t)]
+        match = name_matcher(pattern)
+        return [t for t in self.catalog.list_tables(db_name) if match(t)]
 
     @_hive_api
     def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:

@@ -34,7 +34,7 @@ from sargable.hms.bindings import TBinaryProtocol, ThriftHiveMetastore, ttypes
 from sargable.hms.cache import ReplyCache
 from sargable.hms.catalog import Catalog
 from sargable.hms.encode import STOP, Encoded, field, message_header
-from sargable.hms.handler import ENCODED, IMPLEMENTED, Handler
+from sargable.hms.handler import DEFAULT_CALL_TIMEOUT, ENCODED, IMPLEMENTED, Handler
 from sargable.hms.logs import Throttle, bounded_logger, clip
 from sargable.hms.pool import CatalogPool
 from sargable.hms.transport import Buffered, ClientStalled, MessageTooLarge, Reply, ReplyBudget, SocketReader
@@ -92,6 +92,8 @@ class ServerConfig:
     allow: tuple[str, ...] = ()
     """Client addresses or networks (CIDR) served; a connection from elsewhere is closed before anything is read.
     Empty: any address."""
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT
+    """Seconds a call may run before it is refused with a MetaException (None: no deadline)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -142,7 +144,12 @@ class HmsServer:
     def __init__(self, open_catalog: Callable[[], Catalog], config: ServerConfig) -> None:
         self.config = config
         self.pool = CatalogPool(open_catalog, config.workers)
-        self.handler = Handler(self.pool, read_only=config.read_only, cache=ReplyCache(config.cache_bytes))
+        self.handler = Handler(
+            self.pool,
+            read_only=config.read_only,
+            cache=ReplyCache(config.cache_bytes),
+            call_timeout=config.call_timeout,
+        )
         self.methods = {
             name: (getattr(ThriftHiveMetastore, f"{name}_args"), getattr(ThriftHiveMetastore, f"{name}_result"))
             for name in IMPLEMENTED

@@ -14,6 +14,7 @@ from itertools import chain
 from typing import Any
 
 from sargable import keys
+from sargable.deadline import check_deadline
 from sargable.errors import SargableError
 from sargable.plan.filterplan import FilterPlan, key_columns_of
 from sargable.plan.keyfilter import KeyTest, compile_key_filter
@@ -203,7 +204,7 @@ def _run(
             for page in store.scan_pages(keyspace, start, stop):
                 stats.keys_examined += len(page)
                 if test is not None:
-                    page = [row for row in page if test(row[0])]
+                    page = _passing(page, test)
                 if page:
                     stats.keys_returned += len(page)
                     yield RowBlock.of_rows(page) if blocks else page
@@ -211,6 +212,17 @@ def _run(
             yield from _fetch(store, keyspace, pending, stats, blocks)
     finally:
         stats.elapsed_ms += (time.perf_counter() - began) * 1000
+
+
+def _passing(page: list[Any], test: KeyTest) -> list[Any]:
+    """The rows of a page whose key passes the key filter, under the current call's deadline (a key filter can be
+    a long OR of patterns: one page of it may take seconds)."""
+    kept = []
+    for row in page:
+        check_deadline()
+        if test(row[0]):
+            kept.append(row)
+    return kept
 
 
 def _fetch(
@@ -223,6 +235,7 @@ def _fetch(
         value = found.get(key)
         if value is None:
             continue
+        check_deadline()
         stats.keys_examined += 1
         if test is None or test(key):
             page.append((key, value))

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -32,7 +31,7 @@ from sargable.errors import PushdownError, SargableError
 from sargable.expr.bind import bind
 from sargable.expr.bound import BoundFilter
 from sargable.expr.evaluate import COMPARISON_RESULT, compare_values, literal_value
-from sargable.expr.like import like_prefix, like_to_regex, prefix_successor
+from sargable.expr.like import like_matcher, like_prefix, prefix_successor
 from sargable.expr.nodes import (
     And,
     Between,
@@ -99,7 +98,7 @@ class Leaf:
     hi: Any = None
     hi_incl: bool = True
     values: tuple[Any, ...] = ()
-    regex: re.Pattern[str] | None = None
+    regex: Callable[[str], bool] | None = None
     matched: int = 0
     value_set: frozenset[Any] = frozenset()
 
@@ -289,7 +288,7 @@ def _like_leaf(node: Like) -> Leaf | Const:
     inside, outside = (FALSE, TRUE) if node.negated else (TRUE, FALSE)
     if rest == "":
         return _range_leaf(node, column, (prefix, True), (prefix, True), inside, outside)
-    regex = like_to_regex(node.pattern, node.escape)
+    regex = like_matcher(node.pattern, node.escape)
     only_any = set(rest) == {"%"} and node.escape != "%"
     successor = prefix_successor(prefix) if prefix else None
     high = (successor, False) if successor is not None else None

@@ -15,7 +15,6 @@ value-set steps differ in method: many files sort and dictionary-encode, one fil
 from __future__ import annotations
 
 import operator
-import re
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any, Protocol, Union
@@ -99,8 +98,8 @@ class _Arrow:
         return pa.array(values, value_type)
 
     @staticmethod
-    def matches(regex: re.Pattern[str], values: pa.Array) -> pa.Array:
-        return pa.array([v is not None and regex.match(v) is not None for v in values.to_pylist()], pa.bool_())
+    def matches(regex: Callable[[str], bool], values: pa.Array) -> pa.Array:
+        return pa.array([v is not None and regex(v) for v in values.to_pylist()], pa.bool_())
 
     @staticmethod
     def map_where(function: Callable[[Any], Any], values: pa.Array, mask: pa.Array, value_type: pa.DataType) -> Any:
@@ -202,8 +201,8 @@ class _Values:
         return leaf.value_set
 
     @staticmethod
-    def matches(regex: re.Pattern[str], value: str) -> bool:
-        return regex.match(value) is not None
+    def matches(regex: Callable[[str], bool], value: str) -> bool:
+        return regex(value)
 
     @staticmethod
     def map_where(function: Callable[[Any], Any], value: Any, mask: bool, value_type: Any) -> Any:
