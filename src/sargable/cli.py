@@ -712,8 +712,6 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
         from sargable.hms import ServerConfig, serve
     except ModuleNotFoundError as exc:
         raise SargableError(f"sargable serve needs the hms extra ({exc}): {HMS_EXTRA}") from None
-    if not args.create:
-        _metastore(args, creating="serve --create ...").close()  # a missing metastore: an error naming where it looked
     config = ServerConfig(
         host=args.host,
         port=args.port,
@@ -727,6 +725,8 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> None:
         allow=tuple(args.allow or ()),
         call_timeout=args.call_timeout or None,
     )
+    if not args.create:
+        _metastore(args, creating="serve --create ...").close()  # a missing metastore: an error naming where it looked
     serve(args.metastore, config, warehouse=args.warehouse, create=args.create)
 
 

@@ -108,6 +108,8 @@ class ServerConfig:
             raise SargableError(f"reply_buffer_bytes must be 0 or more, got {self.reply_buffer_bytes}")
         if (self.tls_key or self.tls_client_ca) and not self.tls_cert:
             raise SargableError("--tls-key and --tls-client-ca need --tls-cert (the server's certificate)")
+        if self.tls_cert:  # unreadable files are refused here, before anything opens the metastore
+            tls_context(self.tls_cert, self.tls_key, self.tls_client_ca)
         if self.allow:
             parse_networks(self.allow)
 

@@ -21,7 +21,11 @@ filters to expressions), `datasource`, `writer`, `optimize`, `schema`, `catalog`
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
+
+if importlib.util.find_spec("pyspark") is None:
+    raise ImportError("sargable.spark needs pyspark: pip install 'sargable[spark]'", name="pyspark")
 
 _EXPORTS = {
     "JoinScanReport": "sargable.spark.dimensions",
