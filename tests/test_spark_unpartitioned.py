@@ -91,3 +91,7 @@ def test_partition_by_names_the_table_s_keys(spark: Any, spark_metastore: Any) -
     spark_metastore.create_table("dims", "keyed", [("s", "string"), ("v", "double")], [("id", "bigint")])
     with pytest.raises(SargableError, match="is partitioned by"):
         sgs.write(df, "dims.keyed", partition_by=[], metastore=spark_metastore, progress=False)
+    spark_metastore.create_table("dims", "flat", [("id", "bigint"), ("s", "string"), ("v", "double")])
+    with pytest.raises(SargableError, match="without partition keys, not partitioned by"):
+        sgs.write(df, "dims.flat", partition_by=["s"], metastore=spark_metastore, progress=False)
+    assert spark_metastore.table("dims.flat").stats().files == 0
