@@ -9,6 +9,7 @@ import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -31,6 +32,12 @@ def _rows(df: Any) -> Counter:
     return Counter(tuple(row) for row in df.select("id", "s", "v").collect())
 
 
+def _reads_exactly_its_files(df: Any) -> bool:
+    """Whether Spark's input files are exactly the scan's files (the registered ones statistics kept)."""
+    read = {unquote(urlparse(uri).path) for uri in df.inputFiles()}
+    return read == {f.path for f in df.sargable_scan.files}
+
+
 def _expected(start: int, count: int, low: int = -1) -> Counter:
     return Counter(
         (i, None if i % 11 == 0 else f"s{i % 7}", i / 4) for i in range(start, start + count) if i > low
@@ -46,7 +53,7 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
 
     df = sgs.read(spark, name, where="id > 150", metastore=ms)
     report = sgs.scan_report(df)
-    assert _rows(df) == _expected(0, 200, 150)
+    assert _rows(df) == _expected(0, 200, 150) and _reads_exactly_its_files(df)
     assert report.files_selected < report.files_total == written.files, "statistics skip files"
 
     sgs.write(_frame(spark, 200, 40), name, mode="append", metastore=ms, progress=False)
@@ -55,6 +62,7 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
     try:
         through_manifest = sgs.read(spark, name, where="id > 150", metastore=ms)
         assert _rows(through_manifest) == _expected(0, 240, 150), "a manifest of such a table read no file before"
+        assert _reads_exactly_its_files(through_manifest)
     finally:
         spark.conf.set(LISTING_THRESHOLD, previous)
     pushed = spark.read.format("sargable").load(name).where("id > 150")
@@ -67,7 +75,7 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
     ms.table(name).commit(remove_files=[first.path], add_files=[dataclasses.replace(first, path=moved)])
     everything = sgs.read(spark, name, metastore=ms)
     assert everything.columns == ["id", "s", "v"], "a folder name below the location is no partition column"
-    assert _rows(everything) == _expected(0, 240)
+    assert _rows(everything) == _expected(0, 240) and _reads_exactly_its_files(everything)
 
     old = {f.path for f in ms.table(name).files()}
     replaced = sgs.write(_frame(spark, 1000, 60), name, mode="overwrite", metastore=ms, progress=False)
