@@ -15,6 +15,7 @@ import pytest
 
 from sargable import spark as sgs
 from sargable.errors import SargableError
+from sargable.spark.driver_keys import driver_keys
 from sargable.spark.frames import LISTING_THRESHOLD
 
 pytest_plugins = ["conftest_spark"]
@@ -103,3 +104,19 @@ def test_partition_by_names_the_table_s_keys(spark: Any, spark_metastore: Any) -
     with pytest.raises(SargableError, match="without partition keys, not partitioned by"):
         sgs.write(df, "dims.flat", partition_by=["s"], metastore=spark_metastore, progress=False)
     assert spark_metastore.table("dims.flat").stats().files == 0
+
+
+def test_a_dimension_without_partition_keys_is_keyed_on_the_driver(spark: Any, spark_metastore: Any) -> None:
+    """A star join's dimension read through `sgs.read` from a table without partition keys: its keys are read on
+    the driver (no Spark job), equal to Spark's, and prune the fact table's partitions to Spark's semi-join."""
+    ms = spark_metastore
+    sgs.write(_frame(spark, 0, 60), "dims.days", partition_by=[], metastore=ms, progress=False)
+    fact = spark.createDataFrame([(i, i % 25) for i in range(100)], "n bigint, day bigint")
+    sgs.write(fact, "dims.sales", partition_by=["day"], metastore=ms, progress=False)
+    dimension = sgs.read(spark, "dims.days", metastore=ms).where("id between 10 and 40 and s <> 's3'").select("id")
+    keys = driver_keys(dimension, "id")
+    assert keys is not None and sorted(keys.to_pylist()) == sorted(r.id for r in dimension.collect())
+    pruned = sgs.read(spark, "dims.sales", prune_by=[(dimension, "id", "day")], metastore=ms)
+    (pruning,) = sgs.scan_report(pruned).pruning
+    assert pruning.on_driver and pruning.target == "partitions"
+    assert sorted(pruned.collect()) == sorted(fact.join(dimension, fact.day == dimension.id, "left_semi").collect())
