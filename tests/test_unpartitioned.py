@@ -99,9 +99,10 @@ def test_commits_keep_the_files_totals_and_tombstones_of_a_model(metastore: Meta
             model.update({f.path: f for f in new[:1]})
             with pytest.raises(CommitConflictError):
                 current.commit(remove_files=list(model), expected_version=current.version)
-        else:
+        else:  # a path the table lists already, else one given twice: nothing is committed
+            duplicate = _file(next(iter(model), f"{table.location}/twice.parquet"), 1, 0, 0)
             with pytest.raises(AlreadyExistsError):
-                current.commit(add_files=[*new, _file(new[0].path if new else next(iter(model), "a"), 1, 0, 0)] * 2)
+                current.commit(add_files=[*new, duplicate, *([] if duplicate.path in model else [duplicate])])
         after = table.refresh()
         files = after.files()
         assert {f.path: (f.row_count, f.size_bytes, f.columns["x"]) for f in files} == {
