@@ -66,6 +66,7 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
         assert _reads_exactly_its_files(through_manifest)
     finally:
         spark.conf.set(LISTING_THRESHOLD, previous)
+    sgs.register(spark, ms)  # the session's data source reads this module's metastore
     pushed = spark.read.format("sargable").load(name).where("id > 150")
     assert _rows(pushed) == _expected(0, 240, 150)
 
