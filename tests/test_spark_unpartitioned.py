@@ -9,11 +9,13 @@ import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 
 from sargable import spark as sgs
 from sargable.errors import SargableError
+from sargable.spark.driver_keys import driver_keys
 from sargable.spark.frames import LISTING_THRESHOLD
 
 pytest_plugins = ["conftest_spark"]
@@ -31,6 +33,12 @@ def _rows(df: Any) -> Counter:
     return Counter(tuple(row) for row in df.select("id", "s", "v").collect())
 
 
+def _reads_exactly_its_files(df: Any) -> bool:
+    """Whether Spark's input files are exactly the scan's files (the registered ones statistics kept)."""
+    read = {unquote(urlparse(uri).path) for uri in df.inputFiles()}
+    return read == {f.path for f in df.sargable_scan.files}
+
+
 def _expected(start: int, count: int, low: int = -1) -> Counter:
     return Counter(
         (i, None if i % 11 == 0 else f"s{i % 7}", i / 4) for i in range(start, start + count) if i > low
@@ -46,7 +54,7 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
 
     df = sgs.read(spark, name, where="id > 150", metastore=ms)
     report = sgs.scan_report(df)
-    assert _rows(df) == _expected(0, 200, 150)
+    assert _rows(df) == _expected(0, 200, 150) and _reads_exactly_its_files(df)
     assert report.files_selected < report.files_total == written.files, "statistics skip files"
 
     sgs.write(_frame(spark, 200, 40), name, mode="append", metastore=ms, progress=False)
@@ -55,8 +63,10 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
     try:
         through_manifest = sgs.read(spark, name, where="id > 150", metastore=ms)
         assert _rows(through_manifest) == _expected(0, 240, 150), "a manifest of such a table read no file before"
+        assert _reads_exactly_its_files(through_manifest)
     finally:
         spark.conf.set(LISTING_THRESHOLD, previous)
+    sgs.register(spark, ms)  # the session's data source reads this module's metastore
     pushed = spark.read.format("sargable").load(name).where("id > 150")
     assert _rows(pushed) == _expected(0, 240, 150)
 
@@ -67,7 +77,7 @@ def test_write_read_overwrite_and_optimize_without_partition_keys(spark: Any, sp
     ms.table(name).commit(remove_files=[first.path], add_files=[dataclasses.replace(first, path=moved)])
     everything = sgs.read(spark, name, metastore=ms)
     assert everything.columns == ["id", "s", "v"], "a folder name below the location is no partition column"
-    assert _rows(everything) == _expected(0, 240)
+    assert _rows(everything) == _expected(0, 240) and _reads_exactly_its_files(everything)
 
     old = {f.path for f in ms.table(name).files()}
     replaced = sgs.write(_frame(spark, 1000, 60), name, mode="overwrite", metastore=ms, progress=False)
@@ -91,3 +101,23 @@ def test_partition_by_names_the_table_s_keys(spark: Any, spark_metastore: Any) -
     spark_metastore.create_table("dims", "keyed", [("s", "string"), ("v", "double")], [("id", "bigint")])
     with pytest.raises(SargableError, match="is partitioned by"):
         sgs.write(df, "dims.keyed", partition_by=[], metastore=spark_metastore, progress=False)
+    spark_metastore.create_table("dims", "flat", [("id", "bigint"), ("s", "string"), ("v", "double")])
+    with pytest.raises(SargableError, match="without partition keys, not partitioned by"):
+        sgs.write(df, "dims.flat", partition_by=["s"], metastore=spark_metastore, progress=False)
+    assert spark_metastore.table("dims.flat").stats().files == 0
+
+
+def test_a_dimension_without_partition_keys_is_keyed_on_the_driver(spark: Any, spark_metastore: Any) -> None:
+    """A star join's dimension read through `sgs.read` from a table without partition keys: its keys are read on
+    the driver (no Spark job), equal to Spark's, and prune the fact table's partitions to Spark's semi-join."""
+    ms = spark_metastore
+    sgs.write(_frame(spark, 0, 60), "dims.days", partition_by=[], metastore=ms, progress=False)
+    fact = spark.createDataFrame([(i, i % 25) for i in range(100)], "n bigint, day bigint")
+    sgs.write(fact, "dims.sales", partition_by=["day"], metastore=ms, progress=False)
+    dimension = sgs.read(spark, "dims.days", metastore=ms).where("id between 10 and 40 and s <> 's3'").select("id")
+    keys = driver_keys(dimension, "id")
+    assert keys is not None and sorted(keys.to_pylist()) == sorted(r.id for r in dimension.collect())
+    pruned = sgs.read(spark, "dims.sales", prune_by=[(dimension, "id", "day")], metastore=ms)
+    (pruning,) = sgs.scan_report(pruned).pruning
+    assert pruning.on_driver and pruning.target == "partitions"
+    assert sorted(pruned.collect()) == sorted(fact.join(dimension, fact.day == dimension.id, "left_semi").collect())

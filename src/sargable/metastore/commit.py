@@ -6,8 +6,8 @@ no longer lists is a `CommitConflictError` (another commit removed it: the optim
 reads files and then replaces exactly those), and every removed file gets a tombstone (`tombstones`).
 
 A table without partition keys commits the same way: its files belong to no partition (their key is the table
-prefix and the path, `files.file_key` of the empty tuple), no partition row is written, and replacing its one
-implicit partition (`replace_partitions=[{}]`) drops all its files.
+prefix and the path, `files.file_key` of the empty tuple), no partition row is written, and
+`replace_partitions=[{}]` (the empty spec standing for the whole table) drops all its files.
 """
 
 from __future__ import annotations

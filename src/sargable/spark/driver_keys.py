@@ -46,7 +46,9 @@ MAX_KEPT_BYTES = 16 * 2**20
 """The most bytes of key arrays kept from earlier reads."""
 
 _PASS_THROUGH = frozenset({"SubqueryAlias", "View", "Distinct"})
-_RELATION_OPTIONS = frozenset({"path", "paths", "basepath"})
+_RELATION_OPTIONS = frozenset({"path", "paths", "basepath", "recursivefilelookup"})
+"""Options of a relation whose files are its file index's input files (`recursiveFileLookup`: how `sgs.read` reads
+a table without partition keys, no partition discovery, every file given read as data)."""
 _TYPES = {
     "byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint", "string": "string", "date": "date",
     "boolean": "boolean",

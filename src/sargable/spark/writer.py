@@ -132,9 +132,8 @@ def _ensure_table(ms: Metastore, db: str, name: str, df: Any, partition_by: list
         ms.create_database(db, if_not_exists=True)
         return ms.create_table(db, name, columns, pkeys, properties=properties, if_not_exists=True)
     if partition_by is not None and [c.lower() for c in partition_by] != [k.lower() for k in table.partition_key_names]:
-        raise SargableError(
-            f"table {table.qualified_name} is partitioned by {table.partition_key_names}, not {partition_by}"
-        )
+        keys = f"partitioned by {table.partition_key_names}" if table.partition_keys else "without partition keys"
+        raise SargableError(f"table {table.qualified_name} is {keys}, not partitioned by {partition_by}")
     known = {n.lower() for n, _ in table.schema}
     extra = [f.name for f in df.schema.fields if f.name.lower() not in known]
     if extra:
