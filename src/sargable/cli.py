@@ -490,7 +490,6 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
             "count": len(report.files),
             "bytes": report.bytes,
             "older_than": report.min_age,
-            "deleted": 0,
             "not_looked_for": report.not_made,
         }
         _print_json({**data, "kept": kept, "unlisted": unlisted})
