@@ -191,6 +191,20 @@ def test_what_is_never_reported(metastore: Metastore, tmp_path: Path) -> None:
     assert result.unlisted.walked >= len(found) + len(never)
 
 
+def test_a_partition_location_holding_percent_lists_both_readings(metastore: Metastore, tmp_path: Path) -> None:
+    """Spark sends `file:` URIs of escaped folder names (`ds=a%3Ab`): whether the `%` is an escape is unknown, so
+    neither folder's files are reported."""
+    metastore.create_database("d", if_not_exists=True)
+    location = tmp_path / "t"
+    metastore.create_table("d", "t", [("x", "int")], [("ds", "string")], str(location))
+    metastore.add_partitions("d", "t", [{"ds": "a:b"}], locations=[f"file:{location}/ds=a%3Ab"])
+    never = [touch(location / "ds=a%3Ab" / PART), touch(location / "ds=a:b" / PART)]
+    left = touch(location / "ds=c" / PART)
+    metastore.table("d", "t").set_properties({RETENTION_PROPERTY: "0"})
+    assert reported(vacuum(metastore, "d", "t")) == {left}
+    assert all(p.exists() for p in never)
+
+
 def test_an_unpartitioned_tables_files_are_its_data(metastore: Metastore, tmp_path: Path) -> None:
     """Every path without a hidden name is the table's data; only what engines' staging folders hold is reported."""
     metastore.create_database("d", if_not_exists=True)

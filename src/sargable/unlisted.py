@@ -20,8 +20,9 @@ one), that no table lists and
 - has not changed (the later of modification and status-change time) for `min_age` seconds: vacuum passes the
   table's retention, or `--older-than` if longer, so a job still writing is not reported.
 
-Partition folders are compared by path as stored and, for local ones, with symlinks resolved. A partition whose
-location names no folder for certain (a relative one) makes no report: which folders are listed is then unknown.
+Partition folders are compared by path as stored and, for local ones, with symlinks resolved; a `file:` URI holding
+`%` lists both its raw and its percent-decoded reading. A partition whose location names no folder for certain (a
+relative one) makes no report: which folders are listed is then unknown.
 Partitions of other tables are not searched (a partition of a table elsewhere may point into this location).
 """
 
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from sargable.errors import PathError, SargableError
 from sargable.fs import DIRECTORY, FILE, Entry, FileSystem, hidden
 from sargable.metastore import Metastore, TableDefinition
-from sargable.paths import canonical_location, is_local, is_within, join_path, relative_parts
+from sargable.paths import canonical_location, is_local, is_within, join_path, relative_parts, stored_forms
 
 ENGINE_STAGING_NAMES = ("_temporary",)
 ENGINE_STAGING_PREFIXES = (".spark-staging-", ".hive-staging")
@@ -112,13 +113,14 @@ class _Owners:
             self.roots.extend(_forms(canonical_location(table.location, relative=False)))
             return
         for partition in ms.table(table.database, table.name).iter_partitions():
-            try:
-                self.listed |= _forms(canonical_location(partition.location, relative=False))
-            except PathError as exc:
+            readings = stored_forms(partition.location)
+            if not readings:
                 raise _NoReport(
                     f"partition {partition.name} of {table.qualified_name} has the location "
-                    f"{partition.location!r}, which names no folder for certain ({exc})"
-                ) from None
+                    f"{partition.location!r}, which names no folder for certain (relative or malformed)"
+                )
+            for reading in readings:
+                self.listed |= _forms(reading)
 
     def covers(self, forms: set[str]) -> bool:
         """Whether a folder (its forms) is one a partition lists or a nested table's location."""
