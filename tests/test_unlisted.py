@@ -230,7 +230,7 @@ def test_a_partition_location_that_names_no_folder_makes_no_report(metastore: Me
     assert code == 0 and "unlisted files not looked for" in out
 
 
-def test_the_walk_reports_progress_and_holds_no_more_than_a_folder(metastore: Metastore, tmp_path: Path) -> None:
+def test_the_walk_reports_its_progress(metastore: Metastore, tmp_path: Path) -> None:
     metastore.create_database("d", if_not_exists=True)
     location = tmp_path / "t"
     metastore.create_table("d", "t", [("x", "int")], [("ds", "string")], str(location))

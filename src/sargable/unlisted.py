@@ -39,6 +39,8 @@ from sargable.fs import DIRECTORY, FILE, Entry, FileSystem, hidden
 from sargable.metastore import Metastore, TableDefinition
 from sargable.paths import canonical_location, is_local, is_within, join_path, relative_parts, stored_forms
 
+PROGRESS_EVERY = 1000
+"""How many entries the walk sees between two progress calls in one folder (it also calls at each folder)."""
 ENGINE_STAGING_NAMES = ("_temporary",)
 ENGINE_STAGING_PREFIXES = (".spark-staging-", ".hive-staging")
 
@@ -151,7 +153,7 @@ def find_unlisted(
 ) -> UnlistedReport:
     """The table's unlisted files that have not changed for `min_age` seconds (see the module docstring), in path
     order; `skip` names paths reported elsewhere (vacuum's own garbage and what it keeps); `progress` is called with
-    the number of entries walked so far, once per folder."""
+    the number of entries walked so far, at each folder and every `PROGRESS_EVERY` entries."""
     try:
         location = canonical_location(table.location, relative=False)
     except PathError as exc:
@@ -184,9 +186,9 @@ def find_unlisted(
     found = []
     for entry in fs.walk(location, descend):
         walked += 1
+        if progress is not None and (entry.kind == DIRECTORY or walked % PROGRESS_EVERY == 0):
+            progress(walked)
         if entry.kind == DIRECTORY:
-            if progress is not None:
-                progress(walked)
             continue
         if entry.kind != FILE or entry.changed > cutoff or entry.path in skipped or not zone_ok(entry):
             continue
