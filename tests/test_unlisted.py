@@ -375,3 +375,29 @@ def test_the_report_is_exactly_the_oracles(scratch, partitions, tree, registered
     assert reported(result) == expected
     assert files_under(case) == before
     assert result.unlisted.bytes == sum(p.stat().st_size for p in expected)
+
+
+def test_the_walk_holds_what_it_reports_not_what_it_sees(metastore: Metastore, tmp_path: Path) -> None:
+    """Memory grows with the files reported, not with those walked: 20 times more folders of young files (never
+    reported) raise the peak by far less than holding their entries would take."""
+    import tracemalloc
+
+    from sargable.unlisted import find_unlisted
+
+    metastore.create_database("d", if_not_exists=True)
+    peaks = []
+    for name, folders in (("small", 10), ("big", 200)):
+        location = tmp_path / name
+        metastore.create_table("d", name, [("x", "int")], [("ds", "string")], str(location))
+        for i in range(folders):
+            for j in range(20):
+                touch(location / f"ds={i}" / f"part-{j:05d}-{'0' * 36}.c000.snappy.parquet")
+        table = metastore.get_table("d", name)
+        find_unlisted(metastore, table, min_age=3600)  # warm the caches
+        tracemalloc.start()
+        report = find_unlisted(metastore, table, min_age=3600)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert report.files == () and report.walked == folders * 21
+    held = 190 * 20 * 300  # the extra entries, at ~300 bytes each, had the walk kept them
+    assert peaks[1] - peaks[0] < held / 2, peaks
