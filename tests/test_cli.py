@@ -257,6 +257,7 @@ def test_vacuum_lists_and_deletes_only_unreferenced_files(capsys, tmp_path, meta
         "older_than": 0.0,
         "files": [str(stray)],
         "kept": [],
+        "unlisted": {"files": [], "count": 0, "bytes": 0, "older_than": 7 * 24 * 3600.0, "not_looked_for": None},
     }
     assert stray.exists()
     code, out, _ = run(capsys, *base, "--older-than", "0", "--delete", "--json")

@@ -35,6 +35,7 @@ from sargable.types import DataType, convert, parse_type
 if TYPE_CHECKING:
     from sargable.metastore import Metastore
     from sargable.scan import Scan
+    from sargable.unlisted import UnlistedReport
 
 
 class UsageError(SargableError):
@@ -473,21 +474,61 @@ def cmd_vacuum(args: argparse.Namespace, console: Console) -> None:
 
     db, name = _split_table(args.table)
     with _metastore(args) as ms, _progress() as progress:
-        progress.add_task(escape(("deleting" if args.delete else "listing") + f" unreferenced files of {args.table}"))
-        result = vacuum(ms, db, name, dry_run=not args.delete, older_than=args.older_than)
+        task = progress.add_task(escape(("deleting" if args.delete else "listing") + f" garbage of {args.table}"))
+
+        def walked(count: int) -> None:
+            progress.update(task, description=escape(f"{args.table}: looking for unlisted files, {count:,} seen"))
+
+        result = vacuum(ms, db, name, dry_run=not args.delete, older_than=args.older_than, progress=walked)
     files = list(result.deleted if args.delete else result.garbage)
     kept = [{"file": path, "reason": reason} for path, reason in result.kept]
+    report = result.unlisted
     if args.json:
         data = {"table": args.table, "deleted": args.delete, "older_than": args.older_than, "files": files}
-        _print_json({**data, "kept": kept})
+        unlisted = {
+            "files": [{"file": f.path, "bytes": f.size, "changed": _utc(f.changed)} for f in report.files],
+            "count": len(report.files),
+            "bytes": report.bytes,
+            "older_than": report.min_age,
+            "not_looked_for": report.not_made,
+        }
+        _print_json({**data, "kept": kept, "unlisted": unlisted})
         return
     if kept:
         _print_rows(console, kept, title=f"{args.table}: left alone")
     if not files:
         console.print(Text(f"{args.table}: no unreferenced files older than {args.older_than:g} s"))
+    else:
+        _print_rows(console, [{"file": path} for path in files], title=f"{args.table}: unreferenced files")
+        console.print("deleted" if args.delete else "a dry run: --delete deletes them")
+    _print_unlisted(console, args.table, report, deleting=args.delete)
+
+
+def _utc(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="seconds")
+
+
+def _print_unlisted(console: Console, table: str, report: UnlistedReport, *, deleting: bool) -> None:
+    """The unlisted files of a vacuum, by folder, and how to remove them by hand (vacuum never deletes them)."""
+    from sargable.unlisted import folders_of
+
+    if report.not_made is not None:
+        console.print(Text(f"{table}: unlisted files not looked for: {report.not_made}"))
         return
-    _print_rows(console, [{"file": path} for path in files], title=f"{args.table}: unreferenced files")
-    console.print("deleted" if args.delete else "a dry run: --delete deletes them")
+    if not report.files:
+        console.print(Text(f"{table}: no unlisted files older than {report.min_age:g} s"))
+        return
+    rows = [{"folder": folder, "files": n, "bytes": size} for folder, n, size in folders_of(report.files)]
+    title = f"{table}: unlisted files (in folders no partition lists)"
+    _print_rows(console, rows, title=title, right=("files", "bytes"))
+    left = "left on disk: vacuum never deletes them" if deleting else "reported only: --delete leaves them too"
+    console.print(
+        Text(
+            f"{len(report.files):,} unlisted files ({report.bytes:,} bytes) unchanged for {report.min_age:g} s, {left} "
+            "(sargable did not write them: a failed or refused engine write, or another program's). Check that no "
+            f"job still writes there, then remove them by hand: `sargable vacuum {table} --json` lists each one"
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------------ describe, optimize
@@ -790,7 +831,10 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--json", action="store_true", help="print JSON")
     add.set_defaults(func=cmd_add_partitions)
 
-    vacuum = sub.add_parser("vacuum", help="list (or --delete) files under a table's location it doesn't reference")
+    vacuum = sub.add_parser(
+        "vacuum",
+        help="list (or --delete) the garbage of sargable's failed writes; report (never delete) unlisted files",
+    )
     vacuum.add_argument("table", help="DB.TABLE")
     vacuum.add_argument("--delete", action="store_true", help="delete them (default: only list them)")
     vacuum.add_argument("--older-than", type=_seconds, default=3600.0, help="spare files younger (default 3600 s)")

@@ -1,8 +1,9 @@
 """`vacuum`: list, and on request delete, the garbage of sargable's own writes to a table: files that failed or
 killed writes left, and files commits removed whose retention has passed. Needs no Spark.
 
-Nothing that isn't garbage is ever deleted, whoever moved what. Vacuum never walks the table's folder looking for
-files no table lists: it starts from what the metastore says sargable wrote (the rule is in `docs/reliability.md`):
+Nothing that isn't garbage is ever deleted, whoever moved what. Garbage is never found by walking the table's
+folder for files no table lists: it starts from what the metastore says sargable wrote (the rule is in
+`docs/reliability.md`):
 
 - the files in the staging folder (`_sargable_staging/<write id>/`) of each unfinished write of the table that was
   begun for the location the table has now, and the final paths such a write recorded before moving its files
@@ -25,13 +26,20 @@ with nothing left.
 commit), whatever their age on disk: a tombstone proves the file was committed, so no write is still making it.
 
 Deleting goes through `sargable.deletion`, which re-checks each file immediately before deleting it.
+
+Apart from the garbage, vacuum reports the table's unlisted files (`sargable.unlisted`): what a failed or refused
+engine write (a Spark SQL INSERT through `sargable serve`) left in folders no partition lists, older than the
+table's retention. Those are found by walking the location, and never deleted, with or without `dry_run`: sargable
+did not write them. Tables made through the server (`files_from_folders`) are vacuumed as any other: their garbage
+is what sargable's own writes to them left, by the same rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from sargable.deletion import Deleter
 from sargable.errors import PathError, SargableError
@@ -39,6 +47,7 @@ from sargable.fs import FILE, STAGING_DIR, SYMLINK
 from sargable.metastore import RETENTION_PROPERTY, Metastore, Table
 from sargable.metastore.intents import WriteIntent
 from sargable.paths import canonical_location, is_within, join_path, stored_forms
+from sargable.unlisted import UnlistedReport, find_unlisted
 
 
 def _canonical(locations: list[str]) -> list[str]:
@@ -65,6 +74,9 @@ class VacuumResult:
     kept: tuple[tuple[str, str], ...]
     """(path, reason) of what vacuum saw but leaves alone: symlinks, files another table owns, files removed by a
     commit within the table's retention, and garbage files whose delete was refused or failed."""
+    unlisted: UnlistedReport = field(default_factory=UnlistedReport)
+    """The files under the location in folders no partition lists, older than the table's retention (what failed or
+    refused engine writes leave, `sargable.unlisted`): reported, never deleted."""
 
 
 def _forget_gone(table: Table, deleter: Deleter) -> int:
@@ -94,8 +106,19 @@ def expire_removed(ms: Metastore, database: str, table: str) -> VacuumResult:
     return VacuumResult(handle.qualified_name, tuple(expired), tuple(deleted), tuple(kept))
 
 
-def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, older_than: float = 0.0) -> VacuumResult:
-    """Find the table's garbage files (see the module docstring) and, unless `dry_run`, delete them.
+def vacuum(
+    ms: Metastore,
+    database: str,
+    table: str,
+    *,
+    dry_run: bool = True,
+    older_than: float = 0.0,
+    unlisted: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> VacuumResult:
+    """Find the table's garbage files (see the module docstring) and, unless `dry_run`, delete them; with
+    `unlisted`, also report (never delete) the files in folders no partition lists (`sargable.unlisted`), older
+    than the table's retention or `older_than` if longer, calling `progress` with the entries walked so far.
 
     `older_than` (seconds) spares files that changed more recently, so a write still in progress keeps its files.
     """
@@ -104,11 +127,6 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
     with ms.snapshot():
         handle = ms.table(database, table)
         tbl = handle.definition
-        if tbl.files_from_folders:
-            raise SargableError(
-                f"table {tbl.qualified_name} is filled by engines that don't register their files (it was made "
-                "through the Hive metastore API): sargable wrote none of its files, so vacuum refuses it"
-            )
         listed = [f.path for f in handle.iter_files(stats=False)]
         writes, recorded = handle.write_intents()
         removed = handle.tombstones()
@@ -148,7 +166,12 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
                 kept.append((path, reason))
         _forget_gone(ms.table(database, table), deleter)
         _forget_written(ms.table(database, table), deleter, [w for w in writes if w.started <= cutoff], recorded, known)
-    return VacuumResult(tbl.qualified_name, tuple(garbage), tuple(deleted), tuple(kept))
+    report = UnlistedReport()
+    if unlisted:
+        seen = candidates | set(entries) | {path for path, _ in kept}
+        min_age = max(handle.retention_seconds, float(older_than))
+        report = find_unlisted(ms, tbl, min_age=min_age, skip=seen, progress=progress)
+    return VacuumResult(tbl.qualified_name, tuple(garbage), tuple(deleted), tuple(kept), report)
 
 
 def _forget_written(
@@ -181,7 +204,7 @@ def purge(ms: Metastore, database: str, table: str) -> VacuumResult:
     paths = [f.path for f in handle.files(stats=False)]
     if paths:
         handle.commit(remove_files=paths)
-    result = vacuum(ms, database, table, dry_run=False)
+    result = vacuum(ms, database, table, dry_run=False, unlisted=False)
     deleter = Deleter(ms, handle.definition)
     ms.drop_table(database, table)
     left = deleter.remove_empty_folders(deleter.location)

@@ -28,7 +28,7 @@ import pickle
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +49,7 @@ from sargable.spark.session import job_description, parallelism
 from sargable.spark.ship import ship
 from sargable.stats import FileStats
 from sargable.types import DataType
+from sargable.unlisted import UnlistedReport
 from sargable.vacuum import expire_removed
 from sargable.vacuum import vacuum as run_vacuum
 
@@ -513,15 +514,26 @@ def _commit(
     return result.version, old
 
 
+class VacuumList(list[str]):
+    """What `vacuum` returns: the garbage paths (a list, as ever), and the table's unlisted files as `unlisted` (a
+    `sargable.unlisted.UnlistedReport`: what failed or refused engine writes left, reported, never deleted)."""
+
+    def __init__(self, paths: Iterable[str], unlisted: UnlistedReport) -> None:
+        super().__init__(paths)
+        self.unlisted = unlisted
+
+
 def vacuum(
     table: str, metastore: Metastore | str | None = None, dry_run: bool = True, *, older_than: float = 0.0
-) -> list[str]:
+) -> VacuumList:
     """The garbage of the table's failed writes (and its removed files past their retention): with
     `dry_run=False`, those deleted. See `sargable.vacuum` for what counts as garbage and what is never deleted.
+    The list's `unlisted` reports the files in folders no partition lists, older than the table's retention
+    (`sargable.unlisted`): never deleted.
 
     `older_than` (seconds) spares files younger than that, so a write still in progress keeps its staged files.
     """
     db, name = split_table_name(table)
     with opened(metastore) as ms:
         result = run_vacuum(ms, db, name, dry_run=dry_run, older_than=older_than)
-    return list(result.garbage if dry_run else result.deleted)
+    return VacuumList(result.garbage if dry_run else result.deleted, result.unlisted)
