@@ -10,12 +10,15 @@ metastore backends. Function calls, on which engines differ, are checked against
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as dt
 import io
 import itertools
+import json
 import math
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -33,7 +36,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import sargable as sg
-from sargable import readers
+from sargable import cli, readers
 from sargable.arrow_filter import split_for_arrow, to_arrow_expression
 from sargable.errors import SargableError
 from sargable.expr.bind import bind
@@ -502,6 +505,9 @@ def test_to_polars_is_lazy_and_exact(events: sg.Table) -> None:
 def test_a_missing_extra_is_named(events: sg.Table, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "polars", None)
     monkeypatch.setitem(sys.modules, "duckdb", None)
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(SargableError, match=r"pip install 'sargable\[pandas\]'"):
+        events.scan().to_pandas()
     with pytest.raises(SargableError, match=r"pip install 'sargable\[polars\]'"):
         events.scan().to_polars()
     with pytest.raises(SargableError, match=r"pip install 'sargable\[duckdb\]'"):
@@ -542,3 +548,76 @@ def test_timestamps_as_spark_writes_them_read_as_utc_wall_clock(metastore: Metas
     assert sorted(zip(result.column("p").to_pylist(), result.column("t").to_pylist(), strict=True)) == [
         (0, when), (1, when)
     ]
+
+
+# -- sargable head ----------------------------------------------------------------------------------------------------
+
+
+def _head(capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["--metastore", url, "head", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def events_url(events: sg.Table, metastore_url: str) -> str:
+    return metastore_url
+
+
+def test_head_prints_the_first_rows_as_a_table(events_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _head(capsys, events_url, "db.events", "hr = 2 and user_id < 2", "--columns", "user_id,amount,ds")
+    assert code == 0
+    assert "db.events (first 4 rows)" in out
+    assert re.search(r"user_id\s*┃\s*amount\s*┃\s*ds", out)
+    assert len(re.findall(r"2024-01-0[12]", out)) == 4 and "payload" not in out
+    code, out, _ = _head(capsys, events_url, "db.events", "-n", "3", "--columns", "hr")
+    assert code == 0 and "(first 3 rows)" in " ".join(out.split()) and out.count("NULL") == 3, "NULL partitions first"
+
+
+def test_head_json_is_one_document(events_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _head(capsys, events_url, "db.events", "user_id >= 4 and hr = 1 and ds = '2024-01-02'", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["table"] == "db.events" and data["columns"] == ["user_id", "amount", "country", "payload", "ds", "hr"]
+    assert [(r["user_id"], r["amount"], r["ds"], r["hr"]) for r in data["rows"]] == [
+        (4, None, "2024-01-02", 1), (5, "NaN", "2024-01-02", 1)
+    ]
+    assert len(base64.b64decode(data["rows"][0]["payload"])) == 20_000
+
+
+def test_head_writes_csv_and_parquet(events_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _head(capsys, events_url, "db.events", "hr is null", "--columns", "ds,user_id,amount", "--csv")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "ds,user_id,amount" and len(lines) == 13
+    assert sorted(lines[1:7]) == ["2024-01-01,0,0.0", "2024-01-01,1,10.0", "2024-01-01,2,20.0", "2024-01-01,3,30.0",
+                                  "2024-01-01,4,", "2024-01-01,5,NaN"]
+    target = tmp_path / "rows.parquet"
+    code, out, _ = _head(capsys, events_url, "db.events", "country = 'US'", "-n", "5", "--parquet", str(target))
+    assert code == 0 and f"wrote 5 rows of db.events to {target}" in out
+    written = pq.read_table(target)
+    assert written.num_rows == 5 and set(written.column("country").to_pylist()) == {"US"}
+    assert written.schema.field("hr").type == pa.int32()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["db.events", "--columns", "nope"], "unknown columns ['nope']"),
+        (["db.events", "-n", "-1"], "-n must be 0 or more"),
+        (["db.events", "hr = 'x'"], "hr"),
+        (["db.nope"], "nope"),
+    ],
+)
+def test_head_refuses_bad_input_with_one_line(
+    events_url: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = _head(capsys, events_url, *argv)
+    assert code == 1 and out == "" and err.startswith("error: ") and message in err
+
+
+def test_head_with_no_rows_prints_the_columns(events_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _head(capsys, events_url, "db.events", "ds = '2030-01-01'", "--json")
+    assert code == 0 and json.loads(out)["rows"] == []
+    code, out, _ = _head(capsys, events_url, "db.events", "-n", "0", "--columns", "user_id")
+    assert code == 0 and "(first 0 rows)" in " ".join(out.split()) and "user_id" in out

@@ -212,7 +212,8 @@ def to_arrow(scan: ReadScan, columns: Sequence[str] | None = None) -> pa.Table:
 
 
 def to_pandas(scan: ReadScan, columns: Sequence[str] | None = None) -> Any:
-    """`to_arrow` as a pandas DataFrame (pandas is pyarrow's to install)."""
+    """`to_arrow` as a pandas DataFrame (the `pandas` extra)."""
+    _extra("pandas", "pandas")
     return to_arrow(scan, columns).to_pandas()
 
 
