@@ -253,6 +253,21 @@ def test_what_has_no_arrow_form_is_kept_for_the_evaluator() -> None:
     assert split_for_arrow(bind(sg.parse("n = 3 or lower(s) = 'a'"), schema))[0] is None
 
 
+def test_deep_predicates_stay_with_the_evaluator_and_long_lists_with_arrow(events: sg.Table) -> None:
+    """Arrow binds expressions recursively: a NOT chain 10,000 deep crashed the process when handed to it. Such a
+    conjunct is applied by the (iterative) evaluator; a 1,000-term OR is a balanced tree and stays with Arrow."""
+    deep = sg.col("user_id") > 3
+    for _ in range(10_000):
+        deep = ~deep
+    scan = events.scan(sg.and_(deep, sg.col("hr").eq(1)))
+    assert split_for_arrow(scan.residual.expr)[1] is not None
+    assert sorted(scan.to_arrow(columns=["user_id"]).column("user_id").to_pylist()) == [4, 4, 5, 5]
+    wide = sg.parse(" or ".join(f"user_id = {i}" for i in range(3, 1_003)))
+    scan = events.scan(sg.and_(wide, sg.col("hr").eq(1)))
+    assert split_for_arrow(scan.residual.expr)[1] is None
+    assert sorted(scan.to_arrow(columns=["user_id"]).column("user_id").to_pylist()) == [3, 3, 4, 4, 5, 5]
+
+
 def test_like_escapes_become_arrows_backslash() -> None:
     schema = [("s", "string")]
     table = ds.dataset(pa.table({"s": ["a%b", "axb", "a\\b", "a!b", "a_b", None]}))
@@ -520,6 +535,17 @@ def test_ranged_key_sets_are_applied_by_value(events: sg.Table) -> None:
     scan = events.scan("hr = 1", key_sets=[evens])
     assert scan.ranged_keys == ("user_id",)
     assert sorted(set(scan.to_arrow(columns=["user_id"]).column("user_id").to_pylist())) == [0, 2, 4]
+
+
+def test_a_file_that_cannot_be_read_is_an_error_naming_it(events: sg.Table, tmp_path: Path) -> None:
+    scan = events.scan("hr = 2 and ds = '2024-01-01'")
+    gone = scan.files[0].path
+    os.remove(gone)
+    with pytest.raises(SargableError, match=f"reading db.events: .*{re.escape(gone)}"):
+        scan.to_arrow()
+    Path(gone).write_bytes(b"not parquet")
+    with pytest.raises(SargableError, match=r"reading db\.events: .*Parquet"):
+        scan.to_arrow()
 
 
 def test_to_pandas(events: sg.Table) -> None:

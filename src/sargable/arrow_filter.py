@@ -16,7 +16,6 @@ and comparisons of values of two types (an `int` column against 3.5: sargable co
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,6 +53,10 @@ _ARROW_OPS = {
     ">=": lambda a, b: a >= b,
 }
 _NULL = pa.scalar(None, pa.bool_())
+MAX_DEPTH = 128
+"""Arrow expressions nest at most this deep: Arrow binds and simplifies them recursively, and a chain thousands deep
+overflows its stack (a crash, not an error). A deeper predicate stays with sargable's evaluator, which is iterative.
+AND and OR of many terms are balanced trees, so a long list adds only its logarithm."""
 
 
 class NoArrowForm(SargableError):
@@ -65,22 +68,49 @@ def split_for_arrow(expr: Expr | None) -> tuple[pc.Expression | None, Expr | Non
     None for an empty side. Rows where the whole predicate is TRUE are those where both are."""
     if expr is None:
         return None, None
-    translated: list[pc.Expression] = []
+    translated: list[_Translated] = []
     kept: list[Expr] = []
     for conjunct in expr.children() if isinstance(expr, And) else (expr,):
         try:
-            translated.append(to_arrow_expression(conjunct))
+            translated.append(_predicate(fold(conjunct, _visit)))
         except NoArrowForm:
             kept.append(conjunct)
-    arrow = functools.reduce(lambda a, b: a & b, translated) if translated else None
+    arrow = _balanced(translated, lambda a, b: a & b, checked=False).expression if translated else None
     return arrow, (and_(*kept) if kept else None)
 
 
 def to_arrow_expression(expr: Expr) -> pc.Expression:
     """The Arrow expression of a bound predicate, TRUE, FALSE and NULL exactly where sargable's evaluation is;
-    `NoArrowForm` when some part has none."""
-    result = fold(expr, _visit)
-    return _predicate(result)
+    `NoArrowForm` when some part has none (or it would nest deeper than `MAX_DEPTH`)."""
+    return _predicate(fold(expr, _visit)).expression
+
+
+class _Translated:
+    """An Arrow expression made while folding, and how deep it nests."""
+
+    __slots__ = ("depth", "expression")
+
+    def __init__(self, expression: pc.Expression, depth: int, *, checked: bool = True) -> None:
+        if checked and depth > MAX_DEPTH:
+            raise NoArrowForm(f"an Arrow expression would nest more than {MAX_DEPTH} deep")
+        self.expression = expression
+        self.depth = depth
+
+
+_LEAF_DEPTH = 4
+"""The depth of a leaf predicate's expression at most (`if_else(is_null(x), NULL, is_in(x))`)."""
+
+
+def _balanced(kids: list[_Translated], combine: Any, *, checked: bool = True) -> _Translated:
+    """The AND or OR of translated predicates as a balanced tree (`checked`: refused past `MAX_DEPTH`)."""
+    level = kids
+    while len(level) > 1:
+        paired = []
+        for index in range(0, len(level) - 1, 2):
+            a, b = level[index], level[index + 1]
+            paired.append(_Translated(combine(a.expression, b.expression), max(a.depth, b.depth) + 1, checked=checked))
+        level = paired + level[len(paired) * 2 :]
+    return level[0]
 
 
 class _Operand:
@@ -111,19 +141,25 @@ def _visit(node: Expr, kids: list[Any]) -> Any:
     if all(_is_constant(kid) for kid in kids):
         return _Constant(node)
     if isinstance(node, And):
-        return functools.reduce(lambda a, b: a & b, map(_predicate, kids))
+        return _balanced([_predicate(kid) for kid in kids], lambda a, b: a & b)
     if isinstance(node, Or):
-        return functools.reduce(lambda a, b: a | b, map(_predicate, kids))
+        return _balanced([_predicate(kid) for kid in kids], lambda a, b: a | b)
     if isinstance(node, Not):
-        return ~_predicate(kids[0])
+        child = _predicate(kids[0])
+        return _Translated(~child.expression, child.depth + 1)
+    if isinstance(node, In):
+        member = _member(node.operand, node.values)
+        return _Translated(~member.expression, member.depth + 1) if node.negated else member
+    return _Translated(_leaf(node), _LEAF_DEPTH)
+
+
+def _leaf(node: Expr) -> pc.Expression:
+    """A comparison, BETWEEN, IS NULL or LIKE over a column."""
     if isinstance(node, Comparison):
         return _compare(node.op, node.left, node.right)
     if isinstance(node, Between):
         within = _compare(">=", node.operand, node.low) & _compare("<=", node.operand, node.high)
         return ~within if node.negated else within
-    if isinstance(node, In):
-        member = _member(node.operand, node.values)
-        return ~member if node.negated else member
     if isinstance(node, IsNull):
         field = _field(node.operand)
         return field.is_valid() if node.negated else field.is_null()
@@ -141,18 +177,18 @@ def _constant(node: Expr) -> pc.Expression:
     return pc.scalar(pa.scalar(value, pa.bool_()))
 
 
-def _predicate(result: Any) -> pc.Expression:
+def _predicate(result: Any) -> _Translated:
     """A folded child as a predicate: a boolean column or literal is one."""
-    if isinstance(result, pc.Expression):
+    if isinstance(result, _Translated):
         return result
     if isinstance(result, _Constant):
-        return _constant(result.node)
+        return _Translated(_constant(result.node), 1)
     node = result.node
     if node.type is None or node.type.name not in ("boolean", "null"):
         raise NoArrowForm(f"{node} is not a predicate")
     if isinstance(node, Literal):
-        return pc.scalar(pa.scalar(node.value, pa.bool_()))
-    return pc.field(node.name)
+        return _Translated(pc.scalar(pa.scalar(node.value, pa.bool_())), 1)
+    return _Translated(pc.field(node.name), 1)
 
 
 def _column_type(node: Expr) -> DataType:
@@ -235,7 +271,7 @@ def _compare_floating(op: str, field: pc.Expression, value: pa.Scalar) -> pc.Exp
     return compared | nan if op in (">", ">=") else compared
 
 
-def _member(operand: Expr, values: Iterable[Expr]) -> pc.Expression:
+def _member(operand: Expr, values: Iterable[Expr]) -> _Translated:
     """`operand IN (values)` (NULL when nothing matches and the list holds a NULL, or the operand is NULL)."""
     dtype = _column_type(operand)
     literals = list(values)
@@ -244,19 +280,19 @@ def _member(operand: Expr, values: Iterable[Expr]) -> pc.Expression:
     scalars = [_scalar(v, dtype) for v in literals]  # type: ignore[arg-type]
     present = [s for s in scalars if s.as_py() is not None]
     if not present:
-        return pc.scalar(_NULL)
+        return _Translated(pc.scalar(_NULL), 1)
     if dtype.is_floating:
         assert isinstance(operand, Column)
-        equal = [_compare("=", operand, Literal(s.as_py(), dtype)) for s in present]
+        equal = [_Translated(_compare("=", operand, Literal(s.as_py(), dtype)), _LEAF_DEPTH) for s in present]
         if len(present) < len(scalars):
-            equal.append(pc.scalar(_NULL))
-        return functools.reduce(lambda a, b: a | b, equal)
+            equal.append(_Translated(pc.scalar(_NULL), 1))
+        return _balanced(equal, lambda a, b: a | b)
     field = _field(operand)
     value_set = pa.array([s.as_py() for s in present], _arrow_type_of(dtype))
     found = pc.is_in(field, value_set=value_set, skip_nulls=True)
     if len(present) < len(scalars):
-        return pc.if_else(found, pc.scalar(True), pc.scalar(_NULL))
-    return pc.if_else(field.is_null(), pc.scalar(_NULL), found)
+        return _Translated(pc.if_else(found, pc.scalar(True), pc.scalar(_NULL)), _LEAF_DEPTH)
+    return _Translated(pc.if_else(field.is_null(), pc.scalar(_NULL), found), _LEAF_DEPTH)
 
 
 def arrow_like_pattern(pattern: str, escape: str | None) -> str:

@@ -192,7 +192,14 @@ def _batches(
         needed += [c for c in dict.fromkeys(by_lower[n.lower()] for n in columns_of(rest)) if c not in needed]
     predicate = None if rest is None else compile_predicate(rest)
     scanner = scan_dataset(scan).scanner(columns=needed, filter=arrow, batch_size=batch_rows)
-    for batch in scanner.to_batches():
+    batches = scanner.to_batches()
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as exc:  # a file gone, not Parquet, or of another column type
+            raise SargableError(f"reading {scan.table.qualified_name}: {exc}") from exc
         if predicate is not None and batch.num_rows:
             keep = [predicate(row) is True for row in batch.to_pylist()]
             batch = batch.filter(pa.array(keep, pa.bool_())).select(output)
