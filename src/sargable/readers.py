@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+from pyarrow import fs as pafs
 
 from sargable.arrow_filter import split_for_arrow
 from sargable.errors import SargableError
@@ -112,7 +113,7 @@ def scan_dataset(scan: ReadScan) -> ds.Dataset:
     if len(datasets) == 1:
         return datasets[0]
     if not datasets:
-        return ds.FileSystemDataset.from_paths([], schema=schema, format=_PARQUET, filesystem=pa.fs.LocalFileSystem())
+        return ds.FileSystemDataset.from_paths([], schema=schema, format=_PARQUET, filesystem=pafs.LocalFileSystem())
     return ds.UnionDataset(schema, datasets)
 
 
@@ -215,7 +216,12 @@ def output_schema(scan: ReadScan, columns: Sequence[str] | None = None) -> pa.Sc
 
 def to_arrow(scan: ReadScan, columns: Sequence[str] | None = None) -> pa.Table:
     """`to_batches` as one Arrow table (of the right schema when no row matches)."""
-    return pa.Table.from_batches(list(to_batches(scan, columns)), schema=output_schema(scan, columns))
+    return _table(scan, columns, *_filters(scan))
+
+
+def _table(scan: ReadScan, columns: Sequence[str] | None, arrow: pc.Expression | None, rest: Expr | None) -> pa.Table:
+    batches = _batches(scan, _output_columns(scan, columns), arrow, rest, BATCH_ROWS)
+    return pa.Table.from_batches(list(batches), schema=output_schema(scan, columns))
 
 
 def to_pandas(scan: ReadScan, columns: Sequence[str] | None = None) -> Any:
@@ -234,6 +240,10 @@ def to_dataset(scan: ReadScan) -> ds.Dataset:
             f"the residual part {rest} of the scan of {scan.table.qualified_name} has no Arrow form, so no "
             "pyarrow dataset can apply it; read with scan.to_batches() or scan.to_arrow(), which apply it row by row"
         )
+    return _filtered(scan, arrow)
+
+
+def _filtered(scan: ReadScan, arrow: pc.Expression | None) -> ds.Dataset:
     dataset = scan_dataset(scan)
     return dataset if arrow is None else dataset.filter(arrow)
 
@@ -257,8 +267,8 @@ def to_duckdb(scan: ReadScan, con: Any = None, name: str = "scan") -> Any:
         raise SargableError(f"con must be a duckdb connection, got {type(con).__name__}")
     if not isinstance(name, str) or not name:
         raise SargableError(f"name must be a non-empty view name, got {name!r}")
-    _, rest = _filters(scan)
-    con.register(name, to_arrow(scan) if rest is not None else to_dataset(scan))
+    arrow, rest = _filters(scan)
+    con.register(name, _filtered(scan, arrow) if rest is None else _table(scan, None, arrow, rest))
     return con
 
 
@@ -266,16 +276,17 @@ def to_polars(scan: ReadScan) -> Any:
     """A Polars LazyFrame of the scan: over the dataset (`to_dataset`), Polars pushing its filters and projections
     into it; with a residual that has no Arrow form, over `to_batches` (the columns Polars projects only)."""
     pl = _extra("polars", "polars")
-    _, rest = _filters(scan)
+    arrow, rest = _filters(scan)
     if rest is None:
-        return pl.scan_pyarrow_dataset(to_dataset(scan))
+        return pl.scan_pyarrow_dataset(_filtered(scan, arrow))
     from polars.io.plugins import register_io_source
 
     schema = pl.from_arrow(output_schema(scan).empty_table()).schema
 
     def source(with_columns: list[str] | None, predicate: Any, n_rows: int | None, batch_size: int | None) -> Any:
         left = n_rows
-        for batch in to_batches(scan, with_columns, batch_size or BATCH_ROWS):
+        output = _output_columns(scan, with_columns)
+        for batch in _batches(scan, output, arrow, rest, batch_size or BATCH_ROWS):
             frame = pl.from_arrow(batch)
             if predicate is not None:
                 frame = frame.filter(predicate)
