@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -31,7 +31,7 @@ from sargable.errors import SargableError
 from sargable.expr import Expr, columns_of
 from sargable.expr.evaluate import compile_predicate
 from sargable.fs import FileSystem
-from sargable.paths import is_within, parts_of
+from sargable.paths import parts_of
 from sargable.skipping.table import arrow_type
 from sargable.stats import FileStats
 from sargable.types import DataType
@@ -94,18 +94,17 @@ def arrow_schema(table: ReadTable) -> pa.Schema:
 
 def scan_dataset(scan: ReadScan) -> ds.Dataset:
     """A dataset over exactly the scan's files, each fragment's partition expression its partition values; no
-    filter (see `to_dataset`)."""
+    filter (see `to_dataset`). Files on several file systems make a union of one dataset each."""
     table = scan.table
     schema = arrow_schema(table)
-    types = dict(table.schema)
     groups: dict[str, tuple[Any, list[str], list[pc.Expression]]] = {}
     natives = _NativePaths(table.location)
+    expressions = _PartitionExpressions(table)
     for file in scan.files:
-        fs, native = natives.of(file.path)
-        root = parts_of(file.path)[0]
+        root, fs, native = natives.of(file.path)
         group = groups.setdefault(root, (fs, [], []))
         group[1].append(native)
-        group[2].append(_partition_expression(file, table.partition_key_names, types))
+        group[2].append(expressions.of(file))
     datasets = [
         ds.FileSystemDataset.from_paths(paths, schema=schema, format=_PARQUET, filesystem=fs, partitions=parts)
         for fs, paths, parts in groups.values()
@@ -118,37 +117,50 @@ def scan_dataset(scan: ReadScan) -> ds.Dataset:
 
 
 class _NativePaths:
-    """pyarrow's file system and path of each file: through the table location's `FileSystem` for its files, and a
-    `FileSystem` of the file's folder for a file registered elsewhere."""
+    """pyarrow's file system and path of each file, and the root (`scheme://authority`, "" for local) it groups by:
+    through the table location's `FileSystem` for its files, a `FileSystem` of the file's folder for a file
+    registered elsewhere. Canonical paths have no empty or `.` components, so a path lies below the location exactly
+    when it starts with the location and a slash."""
 
     def __init__(self, location: str) -> None:
-        self.location = location
         self.table_fs = FileSystem.at(location)
+        self.prefix = location.rstrip("/") + "/"
+        self.native_prefix = self.table_fs.root.rstrip("/") + "/"
+        self.root = parts_of(location)[0]
         self.folders: dict[str, FileSystem] = {}
 
-    def of(self, path: str) -> tuple[Any, str]:
-        if is_within(path, self.location):
-            return self.table_fs.fs, self.table_fs.native(path)
+    def of(self, path: str) -> tuple[str, Any, str]:
+        if path.startswith(self.prefix):
+            return self.root, self.table_fs.fs, self.native_prefix + path[len(self.prefix) :]
         folder = posixpath.dirname(path)
         fs = self.folders.get(folder)
         if fs is None:
             fs = self.folders[folder] = FileSystem.at(folder)
-        return fs.fs, fs.native(path)
+        return parts_of(path)[0], fs.fs, fs.native(path)
 
 
-def _partition_expression(file: FileStats, keys: Sequence[str], types: Mapping[str, DataType]) -> pc.Expression:
-    """`key = value and ...` of a file's partition values (`key IS NULL` for NULL); TRUE when it has none."""
-    if not keys or file.partition is None:
-        return pc.scalar(True)
-    terms = []
-    for key in keys:
-        value = file.partition.get(key)
-        field = pc.field(key)
-        terms.append(field.is_null() if value is None else field == pc.scalar(pa.scalar(value, arrow_type(types[key]))))
-    expression = terms[0]
-    for term in terms[1:]:
-        expression = expression & term
-    return expression
+class _PartitionExpressions:
+    """Each file's partition expression, `key = value and ...` (`key IS NULL` for NULL; TRUE for a file with no
+    partition values), made of one term per distinct value of a key."""
+
+    def __init__(self, table: ReadTable) -> None:
+        types = dict(table.schema)
+        self.keys = [(key, pc.field(key), arrow_type(types[key])) for key in table.partition_key_names]
+        self.terms: dict[tuple[str, Any], pc.Expression] = {}
+
+    def of(self, file: FileStats) -> pc.Expression:
+        if not self.keys or file.partition is None:
+            return pc.scalar(True)
+        expression = None
+        for key, field, arrow in self.keys:
+            value = file.partition.get(key)
+            term = self.terms.get((key, value))
+            if term is None:
+                term = field.is_null() if value is None else field == pc.scalar(pa.scalar(value, arrow))
+                self.terms[(key, value)] = term
+            expression = term if expression is None else expression & term
+        assert expression is not None
+        return expression
 
 
 def _filters(scan: ReadScan) -> tuple[pc.Expression | None, Expr | None]:
