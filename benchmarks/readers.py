@@ -8,7 +8,8 @@ The data: partitions `ds` (date) x `hr` (int, 24 a day) from 2024-01-01 in key o
 without the partition columns, as Spark writes them; `user_id` rises from file to file, so its statistics skip.
 The same files make three tables:
 
-- sargable: a SQLite metastore, each file registered with its footer's statistics (`sg.stats_from_parquet`);
+- sargable: a SQLite metastore, a secondary index on `hr` (`index_all`, as in the partition-filter benchmark), each
+  file registered with its footer's statistics (`sg.stats_from_parquet`);
 - PyIceberg: a SQLite `SqlCatalog`, identity(ds), identity(hr), each file appended as a `DataFile` with its row count
   and `user_id` bounds (a name mapping, as `add_files` sets, reads the field-id-less files);
 - deltalake: a Delta log written over the folder (`create_table_with_add_actions`, `minValues`/`maxValues` stats of
@@ -156,7 +157,7 @@ def write_files(data: Path, partitions: int, rows: int) -> list[tuple[str, dt.da
 def build_sargable(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
     ms = sg.Metastore.open(f"sqlite:///{root}/metastore.db", warehouse=root / "warehouse")
     ms.create_database("bench")
-    ms.create_table("bench", "events", SCHEMA, KEYS, location=str(root / "data"))
+    ms.create_table("bench", "events", SCHEMA, KEYS, location=str(root / "data"), index_all=True)
     stats = [sg.stats_from_parquet(path, SCHEMA, partition={"ds": d, "hr": h}) for path, d, h, _, _ in files]
     for start in range(0, len(stats), 10_000):
         ms.add_files("bench", "events", stats[start : start + 10_000])
