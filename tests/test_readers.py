@@ -647,3 +647,18 @@ def test_head_with_no_rows_prints_the_columns(events_url: str, capsys: pytest.Ca
     assert code == 0 and json.loads(out)["rows"] == []
     code, out, _ = _head(capsys, events_url, "db.events", "-n", "0", "--columns", "user_id")
     assert code == 0 and "(first 0 rows)" in " ".join(out.split()) and "user_id" in out
+
+
+def test_an_unpartitioned_table_reads_the_files_of_its_location(metastore: Metastore, tmp_path: Path) -> None:
+    location = tmp_path / "flat"
+    location.mkdir()
+    metastore.create_database("db", if_not_exists=True)
+    metastore.create_table("db", "flat", [("n", "int")], location=str(location), files_from_folders=True)
+    for part in range(2):
+        path = str(location / f"part-{part}.parquet")
+        pq.write_table(pa.table({"n": pa.array([part * 10, part * 10 + 1], pa.int32())}), path)
+    scan = metastore.table("db.flat").scan("n > 0")
+    assert sorted(scan.to_arrow().column("n").to_pylist()) == [1, 10, 11]
+    assert [str(f.partition_expression) for f in metastore.table("db.flat").scan().to_dataset().get_fragments()] == [
+        "true", "true"
+    ]
