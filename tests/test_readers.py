@@ -662,3 +662,30 @@ def test_an_unpartitioned_table_reads_the_files_of_its_location(metastore: Metas
     assert [str(f.partition_expression) for f in metastore.table("db.flat").scan().to_dataset().get_fragments()] == [
         "true", "true"
     ]
+
+
+def test_select_files_lays_out_only_the_columns_the_predicate_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning a data-column filter over many files built every column's statistics (partition keys included, one
+    record per file and column): only the predicate's columns are built now, and the answer is the same."""
+    from sargable.skipping import table as stats_table
+
+    schema = [("user_id", "bigint"), ("amount", "double"), ("country", "string"), ("ds", "date"), ("hr", "int")]
+    files = [
+        sg.FileStats(f"f{i}", row_count=10, size_bytes=1, partition={"ds": dt.date(2024, 1, 1), "hr": i % 24},
+                     columns={"user_id": sg.ColumnStats(min=i * 10, max=i * 10 + 9, null_count=0),
+                              "amount": sg.ColumnStats(min=0.0, max=1.0, null_count=0)})
+        for i in range(100)
+    ]
+    built: list[str] = []
+    real = stats_table.column_stats
+
+    def counted(file: Any, name: str) -> Any:
+        built.append(name)
+        return real(file, name)
+
+    monkeypatch.setattr(stats_table, "column_stats", counted)
+    assert [f.path for f in sg.select_files("user_id between 415 and 432", files, schema)] == ["f41", "f42", "f43"]
+    assert set(built) == {"user_id"} and len(built) == 100
+    built.clear()
+    assert len(sg.select_files("user_id < 20 or hr = 5", files, schema)) == 6
+    assert set(built) == {"user_id", "hr"}
