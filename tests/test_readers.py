@@ -251,6 +251,8 @@ def test_what_has_no_arrow_form_is_kept_for_the_evaluator() -> None:
     assert arrow is not None and rest is not None
     assert sg.render(rest) == "lower(s) = 'ab' AND n > 2.5 AND s RLIKE 'a+'"
     assert split_for_arrow(bind(sg.parse("n = 3 or lower(s) = 'a'"), schema))[0] is None
+    arrow, rest = split_for_arrow(bind(sg.parse("n = 3 and s != 'x\ud800'"), schema))
+    assert str(arrow) == "(n == 3)" and rest is not None, "a string with no UTF-8 form has no Arrow value"
 
 
 def test_deep_predicates_stay_with_the_evaluator_and_long_lists_with_arrow(events: sg.Table) -> None:

@@ -170,8 +170,12 @@ def _leaf(node: Expr) -> pc.Expression:
 
 
 def _constant(node: Expr) -> pc.Expression:
-    """A column-free predicate, evaluated once by sargable."""
-    value = literal_value(node)
+    """A column-free predicate, evaluated once by sargable (one it can't evaluate stays with the evaluator, which
+    raises its error when a row is read)."""
+    try:
+        value = literal_value(node)
+    except SargableError:
+        raise NoArrowForm(f"{node} can't be evaluated once") from None
     if value is not None and type(value) is not bool:
         raise NoArrowForm(f"{node} is not a predicate")
     return pc.scalar(pa.scalar(value, pa.bool_()))
@@ -220,7 +224,10 @@ def _scalar(literal: Literal, dtype: DataType) -> pa.Scalar:
     """A literal as an Arrow scalar of the column's type, when it is a value of that type (as binding makes it)."""
     if literal.type.name != "null" and _arrow_type_of(literal.type) != _arrow_type_of(dtype):
         raise NoArrowForm(f"{literal} ({literal.type}) against a {dtype} column compares exact values")
-    return pa.scalar(literal.value, _arrow_type_of(dtype))
+    try:
+        return pa.scalar(literal.value, _arrow_type_of(dtype))
+    except (pa.ArrowException, ValueError, OverflowError):  # a string with no UTF-8 form (a lone surrogate)
+        raise NoArrowForm(f"{literal} has no Arrow value") from None
 
 
 def _compare(op: str, left: Expr, right: Expr) -> pc.Expression:
