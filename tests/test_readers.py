@@ -146,15 +146,20 @@ def arrow_rows(table: pa.Table) -> list[tuple[Any, ...]]:
 
 
 def _check_against_duckdb(ms: Metastore, root: Path, drawn: Drawn, predicate: Any) -> None:
+    """`to_arrow` (and `to_dataset`, and DuckDB reading `to_duckdb`'s view) give DuckDB's rows over all files."""
     name = write_table(ms, root, drawn)
     scan = ms.table(f"db.{name}").scan(predicate)
     result = scan.to_arrow()
     assert result.schema == pa.schema([(n, readers.column_arrow_type(parse_type(t))) for n, t in drawn.schema])
     expected = duckdb_rows(root / name, drawn, to_duckdb(scan.filter.expr))
+    assert multiset(arrow_rows(result)) == multiset(expected), (scan.filter.text, str(scan.report))
     event(f"rows: {'some' if expected else 'none'} of {'some' if drawn.rows else 'none'}")
     _, rest = split_for_arrow(None if scan.residual is None else scan.residual.expr)
     event(f"residual: {'none' if scan.residual is None else 'arrow' if rest is None else 'evaluator'}")
-    assert multiset(arrow_rows(result)) == multiset(expected), (scan.filter.text, str(scan.report))
+    if rest is None:
+        assert multiset(arrow_rows(scan.to_dataset().to_table())) == multiset(expected)
+    with scan.to_duckdb() as con:
+        assert multiset(con.execute("SELECT * FROM scan").fetchall()) == multiset(expected)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
