@@ -638,6 +638,7 @@ def test_head_writes_csv_and_parquet(events_url: str, capsys: pytest.CaptureFixt
     [
         (["db.events", "--columns", "nope"], "unknown columns ['nope']"),
         (["db.events", "-n", "-1"], "-n must be 0 or more"),
+        (["db.events", "--columns", " , "], "--columns names no column"),
         (["db.events", "hr = 'x'"], "hr"),
         (["db.nope"], "nope"),
     ],

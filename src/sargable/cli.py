@@ -383,6 +383,8 @@ def cmd_head(args: argparse.Namespace, console: Console) -> None:
     if args.rows < 0:
         raise SargableError(f"-n must be 0 or more, got {args.rows}")
     columns = _names(args.columns) if args.columns is not None else None
+    if columns == []:
+        raise SargableError("--columns names no column; give column names separated by commas, or leave it out")
     with _metastore(args) as ms:
         with ms.snapshot():
             scan = ms.table(args.table).scan(args.filter, columns=columns, dialect=args.dialect)
