@@ -1,5 +1,5 @@
-"""The `sargable` command line: explain filters; create tables, list and add partitions; describe, optimize and
-vacuum tables; benchmark; demo.
+"""The `sargable` command line: explain filters; create tables, list and add partitions; print rows; describe,
+optimize and vacuum tables; benchmark; demo.
 
 Exit status: 0 on success; 1 with a one-line `error: ...` on bad input (a `SargableError`, or a file that can't be
 read); 2 with `error: ...` on a bad command line. `--json` gives machine-readable output where a command prints
@@ -9,17 +9,20 @@ data; progress bars (bulk adds, vacuum, bench) go to stderr, and only when it is
 from __future__ import annotations
 
 import argparse
+import base64
 import csv
 import datetime as dt
 import io
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
@@ -358,6 +361,78 @@ def cmd_partitions(args: argparse.Namespace, console: Console) -> None:
         _print_json(rows)
     else:
         _print_rows(console, rows, title=f"{db}.{table}")
+
+
+# ------------------------------------------------------------------------------------------------ head
+
+
+def _json_value(value: Any) -> Any:
+    """A value read from a table as JSON: dates and times in ISO form, decimals and non-finite floats as text,
+    binary as base64, structs and maps as objects and lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _head_text(value: Any) -> str:
+    """A value as `head` prints it in a table cell or CSV field: as JSON gives it, structures as JSON text."""
+    shown = _json_value(value)
+    return json.dumps(shown) if isinstance(shown, dict | list) else str(shown)
+
+
+def cmd_head(args: argparse.Namespace, console: Console) -> None:
+    import pyarrow as pa
+
+    if args.rows < 0:
+        raise SargableError(f"-n must be 0 or more, got {args.rows}")
+    columns = _names(args.columns) if args.columns is not None else None
+    if columns == []:
+        raise SargableError("--columns names no column; give column names separated by commas, or leave it out")
+    with _metastore(args) as ms:
+        with ms.snapshot():
+            scan = ms.table(args.table).scan(args.filter, columns=columns, dialect=args.dialect)
+        batches = []
+        wanted = args.rows
+        for batch in scan.to_batches(batch_rows=max(1, min(wanted, 65_536))) if wanted else ():
+            batches.append(batch.slice(0, wanted))
+            wanted -= batches[-1].num_rows
+            if not wanted:
+                break
+        from sargable import readers
+
+        rows = pa.Table.from_batches(batches, schema=readers.output_schema(scan))
+    name = scan.report.table
+    if args.parquet:
+        import pyarrow.parquet as pq
+
+        pq.write_table(rows, args.parquet)
+        console.print(Text(f"wrote {rows.num_rows:,} rows of {name} to {args.parquet}"), soft_wrap=True)
+    elif args.json:
+        records = [{k: _json_value(v) for k, v in row.items()} for row in rows.to_pylist()]
+        _print_json({"table": name, "filter": scan.report.filter, "columns": rows.column_names, "rows": records})
+    elif args.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(rows.column_names)
+        for row in rows.to_pylist():
+            writer.writerow(["" if v is None else _head_text(v) for v in row.values()])
+    else:
+        table = Table(title=Text(f"{name} (first {rows.num_rows:,} rows)"))
+        for field in rows.schema:
+            numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+            table.add_column(Text(field.name), justify="right" if numeric else "left", overflow="fold")
+        for row in rows.to_pylist():
+            table.add_row(*(Text("NULL", style="dim") if v is None else Text(_head_text(v)) for v in row.values()))
+        console.print(table)
 
 
 def _read_specs(
@@ -822,6 +897,18 @@ def build_parser() -> argparse.ArgumentParser:
     partitions.add_argument("--limit", type=int, default=None, help="print at most this many")
     partitions.add_argument("--json", action="store_true", help="print JSON")
     partitions.set_defaults(func=cmd_partitions)
+
+    head = sub.add_parser("head", help="print a table's first rows where a filter holds (read without Spark)")
+    head.add_argument("table", help="DB.TABLE")
+    head.add_argument("filter", nargs="?", help="a filter, e.g. \"ds = '2024-01-01' and amount > 100\"")
+    head.add_argument("--columns", metavar="COL,...", help="only these columns (default: all)")
+    head.add_argument("-n", "--rows", type=int, default=20, help="at most this many rows (default 20)")
+    head.add_argument("--dialect", default="sql", choices=["sql", "hive"])
+    formats = head.add_mutually_exclusive_group()
+    formats.add_argument("--json", action="store_true", help="print one JSON document")
+    formats.add_argument("--csv", action="store_true", help="print CSV with a header line")
+    formats.add_argument("--parquet", metavar="FILE", help="write the rows to a Parquet file")
+    head.set_defaults(func=cmd_head)
 
     add = sub.add_parser("add-partitions", help="add partitions from a CSV file or a list of partition names")
     add.add_argument("table", help="DB.TABLE")

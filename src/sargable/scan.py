@@ -20,9 +20,9 @@ This module imports nothing of `sargable.metastore`; it reads a table through th
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sargable.analyze import decompose
 from sargable.domain import Interval, integer_runs, intersect
@@ -32,6 +32,10 @@ from sargable.expr.bound import FilterInput, bound_between, bound_in
 from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.stats import FileStats
 from sargable.types import DataType, convert, split_converted
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
 
 IN_RESIDUAL_MAX = 1_000
 """A key set on a data column up to this many values stays in the residual as `column IN (...)`; a larger one as its
@@ -211,6 +215,59 @@ class Scan:
     values): an engine that must be exact applies their values itself (e.g. as a semi-join)."""
     partition_search: Any = None
     """The metastore's `FilterExplain` of the partition query (access path, plan, keys examined), when one ran."""
+
+    # Reads without Spark (`sargable.readers`, which loads pyarrow's dataset module: imported on the first read).
+
+    def to_batches(
+        self, columns: Sequence[str] | None = None, batch_rows: int | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows where the filter is TRUE (the residual applied exactly), as Arrow record batches of `columns`
+        (default: the scan's, else every column) of at most `batch_rows` rows (None: `readers.BATCH_ROWS`),
+        partition columns filled from the partitions' values; only the columns asked for (and those the residual
+        needs) are read."""
+        from sargable import readers
+
+        rows = readers.BATCH_ROWS if batch_rows is None else batch_rows
+        return readers.to_batches(self, self._read_columns(columns), rows)
+
+    def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """`to_batches` as one Arrow table, of the columns' types when no row matches."""
+        from sargable import readers
+
+        return readers.to_arrow(self, self._read_columns(columns))
+
+    def to_pandas(self, columns: Sequence[str] | None = None) -> Any:
+        """`to_arrow` as a pandas DataFrame."""
+        from sargable import readers
+
+        return readers.to_pandas(self, self._read_columns(columns))
+
+    def to_dataset(self) -> ds.Dataset:
+        """A `pyarrow.dataset.Dataset` over exactly the selected files, each fragment's partition expression its
+        partition values, filtered by the residual: DuckDB, Polars and Arrow push their own filters and projections
+        into it. A residual with no Arrow form (functions, RLIKE) is an error here: `to_arrow` applies it."""
+        from sargable import readers
+
+        return readers.to_dataset(self)
+
+    def to_duckdb(self, con: Any = None, name: str = "scan") -> Any:
+        """Register the scan in a DuckDB connection (a new in-memory one when None) as view `name` over
+        `to_dataset`; returns the connection. Needs the `duckdb` extra."""
+        from sargable import readers
+
+        return readers.to_duckdb(self, con, name)
+
+    def to_polars(self) -> Any:
+        """A lazy Polars frame of the scan (over `to_dataset`; Polars pushes its filters and projections into it).
+        Needs the `polars` extra."""
+        from sargable import readers
+
+        return readers.to_polars(self)
+
+    def _read_columns(self, columns: Sequence[str] | None) -> tuple[str, ...] | None:
+        if columns is None:
+            return None
+        return _selected_columns(columns, [name for name, _ in self.table.schema])
 
 
 def plan_scan(

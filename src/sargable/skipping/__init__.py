@@ -27,9 +27,9 @@ import pyarrow as pa
 from sargable.errors import PushdownError
 from sargable.expr.nodes import Expr
 from sargable.expr.truth import TruthValue
-from sargable.skipping.leaves import TRUE, compile_predicate
+from sargable.skipping.leaves import TRUE, compile_predicate, schema_key
 from sargable.skipping.table import FileStatsTable
-from sargable.skipping.vector import file_outcomes
+from sargable.skipping.vector import file_outcomes, may_match_mask
 from sargable.stats import FileStats
 
 
@@ -69,7 +69,8 @@ def file_truth(expr: Expr | str, file: FileStats, schema: Sequence[tuple[str, An
 
 
 def select_files(expr: Expr | str, files: Any, schema: Sequence[tuple[str, Any]]) -> Any:
-    """The files that may hold a matching row, in their order: `may_match` for each, computed over Arrow columns.
+    """The files that may hold a matching row, in their order: `may_match` for each, computed over Arrow columns
+(of a list of `FileStats`, only the statistics of the columns the predicate reads are laid out).
 
     Takes a list of `FileStats` (returns a list), a `FileStatsTable` (returns one), or an Arrow table in the
     `FileStatsTable` layout (returns the selected rows as an Arrow table).
@@ -83,10 +84,12 @@ def select_files(expr: Expr | str, files: Any, schema: Sequence[tuple[str, Any]]
             f"select_files takes a list of FileStats, a FileStatsTable or an Arrow table, got {type(files).__name__}"
         )
     listed = [_file(f) for f in files]
-    compile_predicate(expr, schema)
+    program = compile_predicate(expr, schema)
     if not listed:
         return []
-    mask = FileStatsTable.from_files(listed, schema).may_match(expr)
+    read = {name.lower() for name in program.columns}
+    used = [(name, dtype) for name, dtype in schema_key(schema) if name.lower() in read]
+    mask = may_match_mask(program, FileStatsTable.from_files(listed, used))
     return [f for f, keep in zip(listed, mask.to_pylist(), strict=True) if keep]
 
 
