@@ -409,19 +409,24 @@ def test_alters_racing_commits_lose_nothing(metastore_url, tmp_path):
     committed: list[str] = []
     errors: list[BaseException] = []
 
+    def retried(ms: Metastore, **change) -> None:
+        """One commit, tried again while it loses to the alterer (a conflict commits nothing)."""
+        for _ in range(200):
+            try:
+                ms.commit("d", "t", **change)
+                return
+            except sg.CommitConflictError:
+                continue
+        raise AssertionError(f"a commit lost 200 races in a row: {change}")
+
     def commit() -> None:
         with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
             for i in range(30):
                 path = f"{tmp_path}/data/f{i}.parquet"
-                for _ in range(20):
-                    try:
-                        ms.commit("d", "t", add_files=[sg.FileStats(path, 1, 1, partition={"ds": str(i % 3)})])
-                        break
-                    except sg.CommitConflictError:
-                        continue
+                retried(ms, add_files=[sg.FileStats(path, 1, 1, partition={"ds": str(i % 3)})])
                 committed.append(path)
                 if i % 5 == 4:
-                    ms.commit("d", "t", remove_files=[committed[-2]])
+                    retried(ms, remove_files=[committed[-2]])
 
     def alter() -> None:
         with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
