@@ -17,6 +17,11 @@ on the current directory). It then deletes a file only when
 
 Empty folders are removed only with `rmdir` (never a recursive delete). Whatever is refused or fails is returned as
 a reason, never raised, so callers (vacuum, a write's cleanup after its commit) report it.
+
+On an object store (`s3a://`) rule 1 reads: the key is an object (one HEAD request), and the table's prefix is
+compared by path components (`s3a://b/t` does not contain `s3a://b/t2/x`); there are no symlinks to swap in, and
+no folders: a folder is implied by the keys below it, so removing one does nothing (a recursive delete of a prefix
+could take an object written meanwhile; only single keys are deleted).
 """
 
 from __future__ import annotations
@@ -177,7 +182,7 @@ class Deleter:
 
     def _apply_remote(self, path: str, delete: bool) -> str | None:
         try:
-            info = self.fs.info(path)
+            info = self.fs.file_entry(path)
             if info is None:
                 return None if delete else "it does not exist"
             if info.kind != FILE:
@@ -227,6 +232,8 @@ class Deleter:
             return str(exc)
         if not parts:
             return "it is the table location itself"
+        if self.fs.object_store:
+            return None
         try:
             if not self.fs.local:
                 if self.fs.info(path) is not None:
