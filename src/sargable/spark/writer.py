@@ -17,6 +17,10 @@ Spark's own partition discovery ignores because it starts with `_`):
 Until step 4 the table is unchanged: a failure removes this write's files; a killed process leaves them for
 `vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) files under the location that no table
 lists.
+
+On an object store (`s3a://`) steps 1-3 are one: nothing is staged or renamed (a rename there is a copy and a
+delete per object); the executors write each file where it stays and return its statistics
+(`sargable.spark.direct`), and the commit is the one atomic step. Such a write makes no listing and no copy.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from sargable.metastore.names import escape_path_name, parse_partition_name
 from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
+from sargable.spark.direct import write_files
 from sargable.spark.progress import spark_progress
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
 from sargable.spark.session import job_description, parallelism
@@ -301,6 +306,8 @@ def discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
     """Delete a write's own files (moved into the table but not committed, and its staging folder), through
     `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted)."""
     failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
+    if deleter.fs.object_store:
+        return failures
     try:
         failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
         deleter.remove_folder(posixpath.dirname(staging))
@@ -312,7 +319,8 @@ def discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
 def new_staging(deleter: Deleter) -> str:
     """The staging folder of a new write to the deleter's table (`_sargable_staging/<write id>`, not made yet)."""
     root = join_path(deleter.location, STAGING_DIR)
-    _check_staging_root(deleter.fs, root)
+    if not deleter.fs.object_store:
+        _check_staging_root(deleter.fs, root)
     return join_path(root, uuid.uuid4().hex)
 
 
@@ -351,6 +359,13 @@ def stage(
     observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
     extra = [split_by] if split_by is not None else []
     observed = _aligned(df, table, extra).observe(observation, F.count(F.lit(1)).alias("rows"))
+    if fs.object_store:
+        with _timed(phases, "spark write"), spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
+            files = write_files(observed, table, fs.location, split_by)
+            moved.extend(f.path for f in files)
+            spark_rows = observation.get["rows"]
+        _check_totals(files, spark_rows, files)
+        return files
     writer = observed.write.mode("error").options(**STAGING_OPTIONS)
     if table.partition_keys or extra:
         writer = writer.partitionBy(*table.partition_key_names, *extra)

@@ -1,0 +1,144 @@
+"""Writes to an object store: the executors write each Parquet file straight to the key where it stays.
+
+On S3 a rename is a copy and a delete per object, and Spark's file commit protocols (a `_temporary` folder renamed
+into place) and `sgs.write`'s local staging (a folder renamed into the table) would both copy every file. So on an
+object store Spark hands the rows to Python workers as Arrow batches (`mapInArrow`, sorted by the partition
+columns within each task, as Spark's own writer sorts them), and each task writes its files with pyarrow to their
+final keys, `<location>/<partition folders>/part-<write id>-<task>-<n>.parquet`, the partition columns left out of
+the files as Spark leaves them out; the task returns each file's statistics from the footer it has just written
+(no footer job, no listing, no read back). Nothing is visible until the metastore commit; a failed or killed write
+leaves files no table lists, which `vacuum` finds (a task that fails and runs again writes under new names).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import pickle
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sargable.metastore import TableDefinition
+from sargable.s3 import S3Options, current_options
+from sargable.spark.session import job_description
+from sargable.spark.ship import ship
+from sargable.stats import FileStats
+from sargable.types import DataType
+
+
+def write_files(df: Any, table: TableDefinition, location: str, split_by: str | None = None) -> list[FileStats]:
+    """Write `df` (the table's columns in its types, then `split_by` if given) as Parquet files below `location`,
+    one file per partition value (and `split_by` value) per task; returns their statistics, nothing committed."""
+    keys = list(table.partition_keys)
+    sort = [name for name, _ in keys] + ([split_by] if split_by is not None else [])
+    frame = df.sortWithinPartitions(*[f"`{c}`" for c in sort]) if sort else df
+    task = _write_task(location, keys, split_by, list(table.columns), current_options(), uuid.uuid4().hex)
+
+    def batches(source: Any) -> Any:
+        import pyarrow as pa
+
+        out = task(source)
+        yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], ["stats"])
+
+    spark = df.sparkSession
+    with job_description(spark, f"sargable: writing {table.qualified_name} to {location}"):
+        result = frame.mapInArrow(ship(batches), "stats binary").toArrow()
+    return [pickle.loads(value) for value in result.column(0).to_pylist()]
+
+
+def _write_task(
+    location: str,
+    keys: Sequence[tuple[str, DataType]],
+    split_by: str | None,
+    columns: Sequence[tuple[str, DataType]],
+    options: S3Options,
+    write_id: str,
+) -> Any:
+    """A picklable function for executors: Arrow batches sorted by the partition columns (then `split_by`) -> the
+    pickled FileStats of the files it wrote."""
+
+    def task(source: Iterator[Any]) -> list[bytes]:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from sargable import s3
+        from sargable.fs import resolve
+        from sargable.metastore.names import partition_name
+        from sargable.parquet_stats import stats_from_metadata
+        from sargable.paths import join_path
+
+        s3.use_options(options)
+        grouping = [name for name, _ in keys] + ([split_by] if split_by is not None else [])
+        task_id = uuid.uuid4().hex[:8]
+        written: list[bytes] = []
+        current: list[Any] = []  # [group values, writer, sink, path, spec]
+
+        def close() -> None:
+            if not current:
+                return
+            _, writer, sink, path, spec = current
+            writer.close()
+            size = sink.tell()
+            sink.close()
+            stats = stats_from_metadata(writer.writer.metadata, path, size, list(columns), partition=spec)
+            written.append(pickle.dumps(stats))
+            current.clear()
+
+        def open_file(values: tuple[Any, ...], schema: Any) -> None:
+            typed = [_partition_value(v, dtype) for v, (_, dtype) in zip(values, keys)]
+            folders = [partition_name(keys, typed)] if keys else []
+            name = f"part-{write_id}-{task_id}-{len(written):05d}"
+            if split_by is not None:
+                name += f"-{int(values[-1]):05d}"
+            path = join_path(location, *folders, name + ".parquet")
+            filesystem, native = resolve(path)
+            sink = filesystem.open_output_stream(native)
+            writer = pq.ParquetWriter(sink, schema)
+            spec = dict(zip([n for n, _ in keys], typed))
+            current.extend([values, writer, sink, path, spec])
+
+        for batch in source:
+            if batch.num_rows == 0:
+                continue
+            data = batch.select([n for n in batch.schema.names if n not in grouping])
+            for start, end in _runs(batch, grouping, pc):
+                values = tuple(batch.column(g)[start].as_py() for g in grouping)
+                if not current or current[0] != values:
+                    close()
+                    open_file(values, data.schema)
+                current[1].write_batch(data.slice(start, end - start))
+        close()
+        return written
+
+    return task
+
+
+def _runs(batch: Any, grouping: Sequence[str], pc: Any) -> list[tuple[int, int]]:
+    """(start, end) of each run of rows with equal grouping values (NULL equal to NULL) in a batch."""
+    rows = batch.num_rows
+    if not grouping or rows == 1:
+        return [(0, rows)]
+    changed = None
+    for name in grouping:
+        column = batch.column(name)
+        before, after = column.slice(0, rows - 1), column.slice(1)
+        differs = pc.fill_null(pc.not_equal(before, after), False)
+        nulls = pc.xor(pc.is_null(before), pc.is_null(after))
+        step = pc.or_(differs, nulls)
+        changed = step if changed is None else pc.or_(changed, step)
+    cuts = [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+    bounds = [0, *cuts, rows]
+    return list(itertools.pairwise(bounds))
+
+
+def _partition_value(value: Any, dtype: DataType) -> Any:
+    """The metastore's value of a partition column's value as Arrow gives it: an empty string is NULL (Spark
+    writes it to the default partition), an instant is naive UTC."""
+    from sargable.types import convert
+
+    if value == "" and dtype.name in ("string", "varchar", "char"):
+        return None
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return convert(value, dtype)
