@@ -158,6 +158,8 @@ class Deleter:
             parts = relative_parts(path, self.location)
         except PathError as exc:
             return f"not under the table location {self.location}: {exc}"
+        if not parts:
+            return f"it is the table location {self.location} itself, not a file below it"
         if not self.fs.local:
             return self._apply_remote(path, delete)
         try:

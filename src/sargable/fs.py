@@ -141,6 +141,8 @@ class FileSystem:
         refused: set[tuple[str, ...]] = set()
         for entry in entries:
             parts = relative_parts(entry.path, path)
+            if not parts:
+                continue  # the folder a key with an empty component (`t//x`) implies: `path` itself
             if any(parts[:n] in refused for n in range(1, len(parts))):
                 continue
             yield entry
