@@ -92,7 +92,11 @@ def _resolved(options: S3Options) -> S3Options:
 
 
 def filesystem() -> pafs.S3FileSystem:
-    """pyarrow's S3 file system with this process's settings (one per distinct settings, kept)."""
+    """pyarrow's S3 file system with this process's settings (one per distinct settings, kept).
+
+    Note that pyarrow's delete of a file writes an empty folder marker object (`ds=1/`) after it, so that the
+    folder stays as pyarrow sees folders: markers hold no data and every reader (Spark, pyarrow, sargable's
+    listings) takes them for folders, not files."""
     with _lock:
         options = _resolved(_override)
         found = _filesystems.get(options)

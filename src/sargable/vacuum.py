@@ -63,7 +63,7 @@ class VacuumResult:
 
 def _forget_gone(table: Table, deleter: Deleter) -> int:
     """Drop the tombstones whose file is gone from disk under every reading of its stored path."""
-    gone = [t.path for t in table.tombstones() if all(deleter.fs.info(form) is None for form in stored_forms(t.path))]
+    gone = [t.path for t in table.tombstones() if all(deleter.fs.file_entry(f) is None for f in stored_forms(t.path))]
     return table.forget_tombstones(gone)
 
 
@@ -77,7 +77,7 @@ def expire_removed(ms: Metastore, database: str, table: str) -> VacuumResult:
     deleted: list[str] = []
     kept: list[tuple[str, str]] = []
     for path in expired:
-        if deleter.fs.info(path) is None:
+        if deleter.fs.file_entry(path) is None:
             continue
         reason = deleter.delete(path)
         if reason is None:
