@@ -240,6 +240,45 @@ def test_spark_sql_through_sargable_serve_creates_fills_and_queries_an_s3a_table
     assert results[statements[6]]["rows"] == [["ds=a"], ["ds=b"], ["ds=c"]]
     with Metastore.open(url) as ms:
         assert ms.get_table("lake", "t").location == location
-        assert [p.location.startswith(location) for p in ms.get_partitions_by_filter("lake", "t", "ds = 'a'")] == [
-            True
-        ]
+        [partition] = ms.get_partitions_by_filter("lake", "t", "ds = 'a'")
+        assert partition.location.startswith(location)
+        with tables.server.counted() as requests:
+            df = sgs.read(tables.spark, "lake.t", where="ds = 'a'", metastore=ms)
+            got = sorted(row["x"] for row in df.collect())
+    assert got == [1, 2]
+    prefix = s3.native(location).partition("/")[2]
+    assert requests.count("LIST") == 1, "the files of a table Spark SQL filled come from one listing of the folder"
+    assert requests.count("LIST", under=f"{tables.bucket}/{prefix}/ds=a") == 1
+
+
+def test_types_and_partition_values_round_trip_through_a_bucket(tables: Tables) -> None:
+    import decimal
+
+    schema = (
+        "id int, ts timestamp, ntz timestamp_ntz, dec decimal(10,2), flag boolean, raw binary, arr array<int>, "
+        "m map<string,int>, st struct<a:int,b:string>, region string, n int"
+    )
+    when = dt.datetime(2024, 5, 6, 7, 8, 9, 123456)
+    rows = [
+        (i, when + dt.timedelta(hours=i), when, decimal.Decimal(f"{i}.25"), i % 2 == 0, bytes([i]), [i, None],
+         {"k": i}, (i, f"s{i}"), region, n)
+        for i, (region, n) in enumerate([("a/b", 1), ("50%", 2), ("é=x", None), ("", 3), (None, 3), ("a/b", 1)])
+    ]
+    df = tables.spark.createDataFrame(rows, schema)
+    sgs.write(df, "s3.types", partition_by=["region", "n"], metastore=tables.ms, progress=False)
+    region = df.columns.index("region")
+    expected = sorted(tuple(None if i == region and v == "" else v for i, v in enumerate(r)) for r in df.collect())
+    got = sgs.read(tables.spark, "s3.types", metastore=tables.ms).select(*df.columns)
+    assert sorted(tuple(r) for r in got.collect()) == expected, "an empty string partition value is NULL, as in Spark"
+    assert sorted(r.id for r in sgs.read(tables.spark, "s3.types", where="region = 'a/b'", metastore=tables.ms)
+                  .collect()) == [0, 5]
+
+
+def test_a_table_without_partitions_on_a_bucket(tables: Tables) -> None:
+    ms = tables.ms
+    ms.create_table("s3", "flat", [("id", "bigint"), ("amount", "double")], [])
+    df = tables.spark.createDataFrame([(i, float(i)) for i in range(10)], "id bigint, amount double")
+    result = sgs.write(df, "s3.flat", metastore=ms, progress=False)
+    assert result.rows == 10 and all("/part-" in f.path for f in ms.table("s3.flat").files())
+    got = sgs.read(tables.spark, "s3.flat", where="amount > 6", metastore=ms)
+    assert sorted(r.id for r in got.collect()) == [7, 8, 9]
