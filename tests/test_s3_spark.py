@@ -254,14 +254,10 @@ def test_spark_sql_through_sargable_serve_creates_fills_and_queries_an_s3a_table
 def test_types_and_partition_values_round_trip_through_a_bucket(tables: Tables) -> None:
     import decimal
 
-    schema = (
-        "id int, ts timestamp, ntz timestamp_ntz, dec decimal(10,2), flag boolean, raw binary, arr array<int>, "
-        "m map<string,int>, st struct<a:int,b:string>, region string, n int"
-    )
+    schema = "id int, ts timestamp, ntz timestamp_ntz, dec decimal(10,2), flag boolean, f float, region string, n int"
     when = dt.datetime(2024, 5, 6, 7, 8, 9, 123456)
     rows = [
-        (i, when + dt.timedelta(hours=i), when, decimal.Decimal(f"{i}.25"), i % 2 == 0, bytes([i]), [i, None],
-         {"k": i}, (i, f"s{i}"), region, n)
+        (i, when + dt.timedelta(hours=i), when, decimal.Decimal(f"{i}.25"), i % 2 == 0, i / 4, region, n)
         for i, (region, n) in enumerate([("a/b", 1), ("50%", 2), ("é=x", None), ("", 3), (None, 3), ("a/b", 1)])
     ]
     df = tables.spark.createDataFrame(rows, schema)
@@ -273,12 +269,3 @@ def test_types_and_partition_values_round_trip_through_a_bucket(tables: Tables) 
     assert sorted(r.id for r in sgs.read(tables.spark, "s3.types", where="region = 'a/b'", metastore=tables.ms)
                   .collect()) == [0, 5]
 
-
-def test_a_table_without_partitions_on_a_bucket(tables: Tables) -> None:
-    ms = tables.ms
-    ms.create_table("s3", "flat", [("id", "bigint"), ("amount", "double")], [])
-    df = tables.spark.createDataFrame([(i, float(i)) for i in range(10)], "id bigint, amount double")
-    result = sgs.write(df, "s3.flat", metastore=ms, progress=False)
-    assert result.rows == 10 and all("/part-" in f.path for f in ms.table("s3.flat").files())
-    got = sgs.read(tables.spark, "s3.flat", where="amount > 6", metastore=ms)
-    assert sorted(r.id for r in got.collect()) == [7, 8, 9]
