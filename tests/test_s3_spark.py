@@ -269,3 +269,12 @@ def test_types_and_partition_values_round_trip_through_a_bucket(tables: Tables) 
     assert sorted(r.id for r in sgs.read(tables.spark, "s3.types", where="region = 'a/b'", metastore=tables.ms)
                   .collect()) == [0, 5]
 
+
+
+def test_a_file_written_to_a_bucket_has_row_groups_not_a_group_per_arrow_batch(tables: Tables) -> None:
+    df = tables.spark.range(25_000).selectExpr("id", "cast(id as double) as amount", "'p' as part").coalesce(1)
+    sgs.write(df, "s3.groups", partition_by=["part"], metastore=tables.ms, progress=False)
+    [written] = tables.ms.table("s3.groups").files()
+    meta = pq.read_metadata(s3.native(written.path), filesystem=s3.filesystem())
+    assert (meta.num_rows, meta.num_row_groups) == (25_000, 1), "Spark hands the rows over in batches of 10,000"
+    assert (written.columns["id"].min, written.columns["id"].max) == (0, 24_999)

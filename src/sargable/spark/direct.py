@@ -17,14 +17,19 @@ import itertools
 import pickle
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from sargable.fs import resolve
 from sargable.metastore import TableDefinition
+from sargable.metastore.names import partition_name
+from sargable.parquet_stats import stats_from_metadata
+from sargable.paths import join_path
 from sargable.s3 import S3Options, current_options
 from sargable.spark.session import job_description
 from sargable.spark.ship import ship
 from sargable.stats import FileStats
-from sargable.types import DataType
+from sargable.types import DataType, convert
 
 
 def write_files(df: Any, table: TableDefinition, location: str, split_by: str | None = None) -> list[FileStats]:
@@ -60,58 +65,89 @@ def _write_task(
 
     def task(source: Iterator[Any]) -> list[bytes]:
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
         from sargable import s3
-        from sargable.fs import resolve
-        from sargable.metastore.names import partition_name
-        from sargable.parquet_stats import stats_from_metadata
-        from sargable.paths import join_path
 
         s3.use_options(options)
         grouping = [name for name, _ in keys] + ([split_by] if split_by is not None else [])
         task_id = uuid.uuid4().hex[:8]
         written: list[bytes] = []
-        current: list[Any] = []  # [group values, writer, sink, path, spec]
-
-        def close() -> None:
-            if not current:
-                return
-            _, writer, sink, path, spec = current
-            writer.close()
-            size = sink.tell()
-            sink.close()
-            stats = stats_from_metadata(writer.writer.metadata, path, size, list(columns), partition=spec)
-            written.append(pickle.dumps(stats))
-            current.clear()
-
-        def open_file(values: tuple[Any, ...], schema: Any) -> None:
-            typed = [_partition_value(v, dtype) for v, (_, dtype) in zip(values, keys)]
-            folders = [partition_name(keys, typed)] if keys else []
-            name = f"part-{write_id}-{task_id}-{len(written):05d}"
-            if split_by is not None:
-                name += f"-{int(values[-1]):05d}"
-            path = join_path(location, *folders, name + ".parquet")
-            filesystem, native = resolve(path)
-            sink = filesystem.open_output_stream(native)
-            writer = pq.ParquetWriter(sink, schema)
-            spec = dict(zip([n for n, _ in keys], typed))
-            current.extend([values, writer, sink, path, spec])
-
+        current: _OpenFile | None = None
         for batch in source:
             if batch.num_rows == 0:
                 continue
             data = batch.select([n for n in batch.schema.names if n not in grouping])
             for start, end in _runs(batch, grouping, pc):
                 values = tuple(batch.column(g)[start].as_py() for g in grouping)
-                if not current or current[0] != values:
-                    close()
-                    open_file(values, data.schema)
-                current[1].write_batch(data.slice(start, end - start))
-        close()
+                if current is None or current.values != values:
+                    if current is not None:
+                        written.append(pickle.dumps(current.close(columns)))
+                    name = f"part-{write_id}-{task_id}-{len(written):05d}"
+                    if split_by is not None:
+                        name += f"-{int(values[-1]):05d}"
+                    current = _OpenFile.start(location, keys, values, name, data.schema)
+                current.add(data.slice(start, end - start))
+        if current is not None:
+            written.append(pickle.dumps(current.close(columns)))
         return written
 
     return task
+
+
+ROW_GROUP_BYTES = 128 * 1024 * 1024
+"""Rows are written in row groups of about this many bytes of Arrow data (Spark's Parquet block size), not one
+per Arrow batch Spark hands over (10,000 rows)."""
+
+
+@dataclass
+class _OpenFile:
+    """The Parquet file a write task is filling: its group's values, writer, output stream, path and partition, and
+    the batches of its next row group."""
+
+    values: tuple[Any, ...]
+    writer: Any
+    sink: Any
+    path: str
+    spec: dict[str, Any]
+    pending: list[Any] = field(default_factory=list)
+    pending_bytes: int = 0
+
+    def add(self, batch: Any) -> None:
+        """Take rows; a row group is written once about `ROW_GROUP_BYTES` have come."""
+        self.pending.append(batch)
+        self.pending_bytes += batch.nbytes
+        if self.pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            table = pa.Table.from_batches(self.pending)
+            self.writer.write_table(table, row_group_size=table.num_rows)
+        self.pending, self.pending_bytes = [], 0
+
+    @classmethod
+    def start(
+        cls, location: str, keys: Sequence[tuple[str, DataType]], values: tuple[Any, ...], name: str, schema: Any
+    ) -> _OpenFile:
+        """Open `<location>/<partition folders of values>/<name>.parquet` for writing."""
+        import pyarrow.parquet as pq
+
+        typed = [_partition_value(v, dtype) for v, (_, dtype) in zip(values, keys)]
+        folders = [partition_name(keys, typed)] if keys else []
+        path = join_path(location, *folders, name + ".parquet")
+        filesystem, native = resolve(path)
+        sink = filesystem.open_output_stream(native)
+        return cls(values, pq.ParquetWriter(sink, schema), sink, path, dict(zip([n for n, _ in keys], typed)))
+
+    def close(self, columns: Sequence[tuple[str, DataType]]) -> FileStats:
+        """Finish the file; its statistics from the footer just written (no read back)."""
+        self._flush()
+        self.writer.close()
+        size = self.sink.tell()
+        self.sink.close()
+        return stats_from_metadata(self.writer.writer.metadata, self.path, size, list(columns), partition=self.spec)
 
 
 def _runs(batch: Any, grouping: Sequence[str], pc: Any) -> list[tuple[int, int]]:
@@ -135,8 +171,6 @@ def _runs(batch: Any, grouping: Sequence[str], pc: Any) -> list[tuple[int, int]]
 def _partition_value(value: Any, dtype: DataType) -> Any:
     """The metastore's value of a partition column's value as Arrow gives it: an empty string is NULL (Spark
     writes it to the default partition), an instant is naive UTC."""
-    from sargable.types import convert
-
     if value == "" and dtype.name in ("string", "varchar", "char"):
         return None
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
