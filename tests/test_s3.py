@@ -13,6 +13,7 @@ import contextlib
 import io
 import uuid
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -169,6 +170,33 @@ def test_planning_and_the_cli_make_no_request(s3_server, ms: Metastore, bucket: 
     assert f"s3a://{bucket}/cli" in out.getvalue()
     assert "ds=b" in out.getvalue() and "ds=c" in out.getvalue()
     assert [f.path for f in scan.files] == [f"s3a://{bucket}/cli/ds=b/f.parquet"]
+
+
+def test_sargable_vacuum_on_a_bucket_lists_once_and_deletes_only_garbage(
+    s3_server, ms: Metastore, bucket: str, metastore_url: str
+) -> None:
+    client = s3_server.client()
+    prefix = f"cli-vacuum-{uuid.uuid4().hex[:6]}"
+    ms.create_table("db", "vac", [("x", "int")], [("ds", "string")], location=f"s3a://{bucket}/{prefix}/t")
+    kept = [f"{prefix}/t/ds={d}/listed.parquet" for d in "ab"]
+    garbage = [f"{prefix}/t/ds=a/left.parquet", f"{prefix}/t/_sargable_staging/w1/ds=a/part.parquet"]
+    others = [f"{prefix}/t/ds=a/_SUCCESS", f"{prefix}/t2/ds=a/beside.parquet"]
+    for key in [*kept, *garbage, *others]:
+        put(client, bucket, key)
+    listed = [sg.FileStats(f"s3://{bucket}/{key}", 1, 4, partition={"ds": key.split("ds=")[1][0]}) for key in kept]
+    ms.commit("db", "vac", add_files=listed)
+    out = io.StringIO()
+    with s3_server.counted() as dry, contextlib.redirect_stdout(out):
+        assert main(["--metastore", metastore_url, "vacuum", "db.vac", "--older-than", "0", "--json"]) == 0
+    assert dry.count("LIST") == 1 and dry.count("DELETE") == 0
+    with s3_server.counted() as deleting, contextlib.redirect_stdout(out):
+        assert main(["--metastore", metastore_url, "vacuum", "db.vac", "--older-than", "0", "--delete"]) == 0
+    assert deleting.count("LIST", under=f"{bucket}/{prefix}/t") == 1
+    assert sorted(unquote(e["path"]).lstrip("/") for e in deleting.of("DELETE")) == sorted(
+        f"{bucket}/{key}" for key in garbage
+    )
+    left = keys_of(client, bucket)
+    assert {*kept, *others} <= left and not set(garbage) & left
 
 
 def test_the_deleter_refuses_the_key_named_like_the_table(s3_server, ms: Metastore, bucket: str) -> None:

@@ -119,7 +119,7 @@ def vacuum(ms: Metastore, database: str, table: str, *, dry_run: bool = True, ol
         return parts[0] == STAGING_DIR or not any(hidden(part) for part in parts)
 
     staging = join_path(location, STAGING_DIR)
-    top = deleter.fs.info(staging)
+    top = None if deleter.fs.object_store else deleter.fs.info(staging)  # no folders to remove on a bucket
     old_folders = [staging] if top is not None and top.kind == DIRECTORY and top.changed <= cutoff else []
     garbage: list[str] = []
     kept: list[tuple[str, str]] = []
