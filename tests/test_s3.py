@@ -149,7 +149,9 @@ def test_partition_folders_on_s3_are_listed_with_their_footers(s3_server, bucket
     pq.write_table(pa.table({"x": pa.array([3, 1, 2], pa.int32())}), f"{root}/part-0.parquet", filesystem=fs)
     pq.write_table(pa.table({"x": pa.array([9], pa.int32())}), f"{root}/sub/part-1.parquet", filesystem=fs)
     pq.write_table(pa.table({"x": pa.array([7], pa.int32())}), f"{root}/_tmp/part-2.parquet", filesystem=fs)
-    found = folder_files(f"s3://{root}", {"ds": "a"}, [("x", parse_type("int"))])
+    with s3_server.counted() as requests:
+        found = folder_files(f"s3://{root}", {"ds": "a"}, [("x", parse_type("int"))])
+    assert requests.count("LIST") == 1 and requests.count("HEAD") == 2, "one listing, one status per file read"
     assert [(f.path, f.row_count, f.columns["x"].min, f.columns["x"].max) for f in found] == [
         (f"s3a://{root}/part-0.parquet", 3, 1, 3),
         (f"s3a://{root}/sub/part-1.parquet", 1, 9, 9),

@@ -219,8 +219,9 @@ def stats_from_parquet(
             size = os.path.getsize(location)
             parquet = pq.ParquetFile(location)
         else:
-            size = filesystem.get_file_info(location).size or 0
-            parquet = pq.ParquetFile(location, filesystem=filesystem)
+            source = filesystem.open_input_file(location)  # its size comes with the open: one status request
+            size = source.size()
+            parquet = pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
         raise StatisticsError(f"can't read the Parquet footer of {location!r}: {exc}") from None
     if read_data:
