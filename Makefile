@@ -95,6 +95,8 @@ ifeq ($(BENCH_SCALE),full)
 	  | tee $(BENCH_OUT)/tpcds.txt
 	set -o pipefail; $(PY) benchmarks/optimize.py --full --json $(BENCH_OUT)/optimize.json | tee $(BENCH_OUT)/optimize.txt
 	set -o pipefail; $(PY) benchmarks/write.py --repeat 3 --json $(BENCH_OUT)/write.json | tee $(BENCH_OUT)/write.txt
+	set -o pipefail; $(PY) benchmarks/s3.py --partitions 10000 --delay 0.02 --repeat 3 --json $(BENCH_OUT)/s3.json \
+	  | tee $(BENCH_OUT)/s3.txt
 endif
 	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
 
