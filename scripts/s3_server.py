@@ -10,8 +10,8 @@ The front (a WSGI middleware in the same process) classifies every S3 request as
 or OTHER (bucket sub-resources), keeps them in order, and sleeps `--delay` seconds before serving each one (a real
 store's per-request latency, for benchmarks). Its own endpoints, under `/_sargable/` (no bucket name starts with
 `_`): `GET /_sargable/requests?since=N` returns the requests from the N-th on as JSON
-`[{"kind", "method", "path", "query"}, ...]` (path percent-encoded as sent); `POST /_sargable/delay?seconds=S` sets
-the delay.
+`[{"kind", "method", "path", "query"}, ...]` (path percent-encoded as sent), `GET /_sargable/count` how many there
+were so far; `POST /_sargable/delay?seconds=S` sets the delay.
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ class CountingFront:
             since = int(query.get("since", ["0"])[0])
             with self.lock:
                 body = json.dumps(self.requests[since:]).encode()
+        elif path == "/_sargable/count" and method == "GET":
+            with self.lock:
+                body = json.dumps(len(self.requests)).encode()
         elif path == "/_sargable/delay" and method == "POST":
             with self.lock:
                 self.delay = float(query["seconds"][0])
