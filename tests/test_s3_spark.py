@@ -9,6 +9,7 @@ k files, with at most two opens (HEAD) each; the results equal an oracle compute
 from __future__ import annotations
 
 import datetime as dt
+import math
 import uuid
 from collections import Counter
 from typing import Any
@@ -16,6 +17,8 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hms_server import SargableServe
 from hms_spark import run_sql
@@ -278,3 +281,22 @@ def test_a_file_written_to_a_bucket_has_row_groups_not_a_group_per_arrow_batch(t
     meta = pq.read_metadata(s3.native(written.path), filesystem=s3.filesystem())
     assert (meta.num_rows, meta.num_row_groups) == (25_000, 1), "Spark hands the rows over in batches of 10,000"
     assert (written.columns["id"].min, written.columns["id"].max) == (0, 24_999)
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, math.nan, 0.0, 1.0]), st.sampled_from([None, 0, 1])), min_size=1))
+def test_a_write_task_cuts_a_file_per_run_of_equal_partition_values(rows: list[tuple[Any, Any]]) -> None:
+    """`sargable.spark.direct` cuts files where the sorted partition values change: NULL equals NULL and NaN equals
+    NaN (each is one folder), against `itertools.groupby` over the values with NaN made comparable."""
+    import itertools
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from sargable.spark.direct import _runs
+
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([r[0] for r in rows], pa.float64()), pa.array([r[1] for r in rows], pa.int32())], ["f", "i"]
+    )
+    comparable = [("nan" if f is not None and math.isnan(f) else f, i) for f, i in rows]
+    lengths = [len(list(group)) for _, group in itertools.groupby(comparable)]
+    assert [end - start for start, end in _runs(batch, ["f", "i"], pc)] == lengths

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 import pickle
 import uuid
 from collections.abc import Iterator, Sequence
@@ -78,7 +79,7 @@ def _write_task(
                 continue
             data = batch.select([n for n in batch.schema.names if n not in grouping])
             for start, end in _runs(batch, grouping, pc):
-                values = tuple(batch.column(g)[start].as_py() for g in grouping)
+                values = tuple(_nan_free(batch.column(g)[start].as_py()) for g in grouping)
                 if current is None or current.values != values:
                     if current is not None:
                         written.append(pickle.dumps(current.close(columns)))
@@ -151,7 +152,10 @@ class _OpenFile:
 
 
 def _runs(batch: Any, grouping: Sequence[str], pc: Any) -> list[tuple[int, int]]:
-    """(start, end) of each run of rows with equal grouping values (NULL equal to NULL) in a batch."""
+    """(start, end) of each run of rows with equal grouping values in a batch (NULL equal to NULL and NaN to NaN,
+    as a partition value: each is one folder)."""
+    import pyarrow as pa
+
     rows = batch.num_rows
     if not grouping or rows == 1:
         return [(0, rows)]
@@ -160,12 +164,21 @@ def _runs(batch: Any, grouping: Sequence[str], pc: Any) -> list[tuple[int, int]]
         column = batch.column(name)
         before, after = column.slice(0, rows - 1), column.slice(1)
         differs = pc.fill_null(pc.not_equal(before, after), False)
+        if pa.types.is_floating(column.type):
+            both_nan = pc.fill_null(pc.and_(pc.is_nan(before), pc.is_nan(after)), False)
+            differs = pc.and_(differs, pc.invert(both_nan))
         nulls = pc.xor(pc.is_null(before), pc.is_null(after))
         step = pc.or_(differs, nulls)
         changed = step if changed is None else pc.or_(changed, step)
     cuts = [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
     bounds = [0, *cuts, rows]
     return list(itertools.pairwise(bounds))
+
+
+def _nan_free(value: Any) -> Any:
+    """A grouping value that compares equal to the same value of the next row: NaN (never equal to itself) as the
+    text `NaN`, which `_partition_value` turns back into NaN."""
+    return "NaN" if isinstance(value, float) and math.isnan(value) else value
 
 
 def _partition_value(value: Any, dtype: DataType) -> Any:
