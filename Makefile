@@ -36,7 +36,11 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests benchmarks
 
 # pytest's own exit code is the result: 5 (no tests collected) fails the target like any other failure.
+# Beside PostgreSQL: the s3a connector's jars (fetched once into ~/.cache/sargable/s3a-jars), and an S3 server on
+# 127.0.0.1 (moto, behind a request-counting front: scripts/s3_server.py) that the tests' session fixture
+# (tests/s3_fixtures.py) starts once and stops with the run.
 test: lint
+	bash scripts/s3a-jars.sh >/dev/null
 	bash scripts/postgres.sh run -- $(PY) -m pytest $(PYTEST_ARGS)
 
 # Longer fuzzing: the hypothesis fuzz targets at 20x their `make test` budget, then each coverage-guided atheris
@@ -91,6 +95,8 @@ ifeq ($(BENCH_SCALE),full)
 	  | tee $(BENCH_OUT)/tpcds.txt
 	set -o pipefail; $(PY) benchmarks/optimize.py --full --json $(BENCH_OUT)/optimize.json | tee $(BENCH_OUT)/optimize.txt
 	set -o pipefail; $(PY) benchmarks/write.py --repeat 3 --json $(BENCH_OUT)/write.json | tee $(BENCH_OUT)/write.txt
+	set -o pipefail; $(PY) benchmarks/s3.py --partitions 10000 --delay 0.02 --repeat 3 --json $(BENCH_OUT)/s3.json \
+	  | tee $(BENCH_OUT)/s3.txt
 endif
 	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
 

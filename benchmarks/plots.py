@@ -1,13 +1,13 @@
 """PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, full and
 unselective partition listings, files read per TPC-DS query, data-skipping tightness and speed, the Hive metastore
-API (Hive's own vs `sargable serve`), files read per filter before and after `sgs.optimize`.
+API (Hive's own vs `sargable serve`), files read per filter before and after `sgs.optimize`, selective reads on S3.
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json` (latency
-and listings), `tpcds.json`, `skipping.json`, `hms.json` and `optimize.json`. A plot whose results file is missing
-is skipped with a message, never drawn from invented figures. Needs matplotlib (the bench extra); draws with the Agg
-backend, so no display is needed.
+and listings), `tpcds.json`, `skipping.json`, `hms.json`, `optimize.json` and `s3.json`. A plot whose results file
+is missing is skipped with a message, never drawn from invented figures. Needs matplotlib (the bench extra); draws
+with the Agg backend, so no display is needed.
 """
 
 from __future__ import annotations
@@ -450,6 +450,59 @@ def plot_optimize(data: dict[str, Any], out: Path) -> Path:
     return path
 
 
+S3_WAYS = (
+    ("sargable", "#1f6feb"),
+    ("Spark discovery", "#dc2626"),
+    ("Spark SQL + sargable serve", "#6f42c1"),
+)
+
+
+def plot_s3(data: dict[str, Any], out: Path) -> Path:
+    """Seconds to the first row (cold and warm) and S3 requests by kind per selective read on S3."""
+    results = data["results"]
+    shapes = list(dict.fromkeys(r["shape"] for r in results))
+    by = {(r["shape"], r["way"]): r for r in results}
+    fig, (time_ax, req_ax) = plt.subplots(1, 2, figsize=(14, 5.5))
+    width = 0.13
+    for n, (way, color) in enumerate(S3_WAYS):
+        for m, (key, alpha, label) in enumerate((("cold_s", 1.0, "cold"), ("warm_s", 0.45, "warm"))):
+            xs = [i + (2 * n + m - 2.5) * width for i in range(len(shapes))]
+            values = [by[(shape, way)][key] for shape in shapes]
+            bars = time_ax.bar(xs, values, width, color=color, alpha=alpha, label=f"{way}, {label}")
+            time_ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=2)
+    time_ax.set_xticks(range(len(shapes)), shapes)
+    time_ax.set_ylabel("seconds to the first row")
+    time_ax.set_title("Time to the first row of a selective read", fontsize=11)
+    time_ax.legend(frameon=False, fontsize=8)
+    kinds = ("LIST", "HEAD", "GET")
+    labels, bottoms = [], []
+    for shape in shapes:
+        for way, _ in S3_WAYS:
+            labels.append(f"{shape}\n{way}")
+            bottoms.append(by[(shape, way)]["cold_requests"])
+    left = [0] * len(labels)
+    for kind, color in zip(kinds, ("#dc2626", "#f59e0b", "#16a34a")):
+        values = [b.get(kind, 0) for b in bottoms]
+        req_ax.barh(labels, values, left=left, color=color, label=kind)
+        left = [a + b for a, b in zip(left, values)]
+    req_ax.invert_yaxis()
+    req_ax.tick_params(axis="y", labelsize=8)
+    req_ax.set_xlabel("S3 requests (cold run)")
+    req_ax.set_title("Requests by kind", fontsize=11)
+    req_ax.legend(frameon=False, fontsize=8)
+    fig.suptitle(
+        f"A table of {data['partitions']:,} partitions on S3 (moto emulator, {data['delay_s'] * 1000:.0f} ms per "
+        "request)",
+        fontsize=13,
+    )
+    _footer(fig, data["command"])
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    path = out / "s3_selective_read.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -467,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         ("skipping.json", plot_skipping),
         ("hms.json", plot_hms),
         ("optimize.json", plot_optimize),
+        ("s3.json", plot_s3),
     ]
     for name, plot in plots:
         data = _load(results / name)

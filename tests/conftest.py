@@ -1,4 +1,4 @@
-"""Shared fixtures: the PostgreSQL server that `make test` starts, and hypothesis profiles."""
+"""Shared fixtures: the PostgreSQL server that `make test` starts, the S3 server (s3_fixtures), hypothesis profiles."""
 
 from __future__ import annotations
 
@@ -28,4 +28,4 @@ def postgres_url() -> str:
     return url
 
 
-pytest_plugins = ["metastore_fixtures"]
+pytest_plugins = ["metastore_fixtures", "s3_fixtures"]

@@ -23,6 +23,11 @@ on the current directory). It then deletes a file only when
 
 Empty folders are removed only with `rmdir` (never a recursive delete). Whatever is refused or fails is returned as
 a reason, never raised, so callers (vacuum, a write's cleanup after its commit) report it.
+
+On an object store (`s3a://`) rule 1 reads: the key is an object (one HEAD request), and the table's prefix is
+compared by path components (`s3a://b/t` does not contain `s3a://b/t2/x`); there are no symlinks to swap in, and
+no folders: a folder is implied by the keys below it, so removing one does nothing (a recursive delete of a prefix
+could take an object written meanwhile; only single keys are deleted).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sargable.errors import DeletionRefusedError, PathError, SargableError
-from sargable.fs import DIRECTORY, FILE, STAGING_DIR, FileSystem
+from sargable.fs import DIRECTORY, FILE, STAGING_DIR, FileSystem, direct_write_id
 from sargable.metastore import Metastore, TableDefinition
 from sargable.metastore.tombstones import retention_seconds
 from sargable.paths import (
@@ -164,6 +169,8 @@ class Deleter:
                 )
             parts = relative_parts(path, self.location)
             staged = parts[1] if len(parts) > 2 and parts[0] == STAGING_DIR else None
+            if staged is None and self.fs.object_store:  # written where it stays, named by its write
+                staged = direct_write_id(parts[-1])
             intent = self.ms.write_intent(current, spellings(path), staged)
         except SargableError as exc:
             return f"can't ask the metastore about it: {exc}"
@@ -191,6 +198,8 @@ class Deleter:
             parts = relative_parts(path, self.location)
         except PathError as exc:
             return f"not under the table location {self.location}: {exc}"
+        if not parts:
+            return f"it is the table location {self.location} itself, not a file below it"
         if not self.fs.local:
             return self._apply_remote(path, delete)
         try:
@@ -215,7 +224,7 @@ class Deleter:
 
     def _apply_remote(self, path: str, delete: bool) -> str | None:
         try:
-            info = self.fs.info(path)
+            info = self.fs.file_entry(path)
             if info is None:
                 return None if delete else "it does not exist"
             if info.kind != FILE:
@@ -265,6 +274,8 @@ class Deleter:
             return str(exc)
         if not parts:
             return "it is the table location itself"
+        if self.fs.object_store:
+            return None
         try:
             if not self.fs.local:
                 if self.fs.info(path) is not None:

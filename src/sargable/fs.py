@@ -1,15 +1,20 @@
 """File-system operations of the pipeline (list, inspect, move), through `pyarrow.fs`; deleting is `sargable.deletion`.
 
-A `FileSystem` is rooted at one canonical location (`sargable.paths`): a local path, or a URI whose file system
-pyarrow opens (`hdfs://...`, `s3://...`); paths handed in and out are canonical, in the location's form. Listings
-never follow a symlink: they report it and don't descend (pyarrow's local listing follows them, so local folders are
-listed with `os.scandir`, which also gives the change time).
+A `FileSystem` is rooted at one canonical location (`sargable.paths`): a local path, an S3 prefix (`s3a://`,
+through `sargable.s3`), or a URI whose file system pyarrow opens (`hdfs://...`); paths handed in and out are
+canonical, in the location's form. Listings never follow a symlink: they report it and don't descend (pyarrow's
+local listing follows them, so local folders are listed with `os.scandir`, which also gives the change time).
+
+On S3 there are no folders, only keys: a walk is one flat listing of the prefix (a LIST request per 1,000 keys,
+not one per folder), folders are the ones the keys imply, and nothing is ever renamed (a rename is a copy and a
+delete per object): writes put their files where they stay.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -17,11 +22,25 @@ from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
+from sargable import s3
 from sargable.errors import SargableError
-from sargable.paths import canonical_location, is_local, join_path, relative_parts
+from sargable.paths import canonical_location, is_local, is_s3, join_path, relative_parts
 
 DATA_SUFFIX = ".parquet"
 STAGING_DIR = "_sargable_staging"
+_DIRECT_NAME = re.compile(r"part-([0-9a-f]{32})-")
+
+
+def direct_name(write_id: str, rest: str) -> str:
+    """The name (without suffix) of a file a write to an object store puts where it stays: `part-<write id>-<rest>`,
+    so that what a killed write left is found by its id (`direct_write_id`) with one listing."""
+    return f"part-{write_id}-{rest}"
+
+
+def direct_write_id(name: str) -> str | None:
+    """The write id in a file name `direct_name` made, or None."""
+    match = _DIRECT_NAME.match(name)
+    return None if match is None else match[1]
 """The folder under a table's location where writes stage their files (hidden from Spark by its leading `_`)."""
 
 FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
@@ -71,12 +90,7 @@ class FileSystem:
     def at(cls, location: str) -> FileSystem:
         """The file system of a location (a relative local one is resolved against the current directory)."""
         location = canonical_location(location)
-        if is_local(location):
-            return cls(pafs.LocalFileSystem(), location, location)
-        try:
-            fs, root = pafs.FileSystem.from_uri(location)
-        except (ValueError, OSError) as exc:
-            raise SargableError(f"can't open the file system of {location!r}: {exc}") from None
+        fs, root = resolve(location)
         return cls(fs, location, root)
 
     @property
@@ -89,6 +103,23 @@ class FileSystem:
 
     def _public(self, native: str) -> str:
         return join_path(self.location, *relative_parts(native, self.root))
+
+    @property
+    def object_store(self) -> bool:
+        """Whether the location is an object store's prefix (keys, no folders, no rename)."""
+        return is_s3(self.location)
+
+    def file_entry(self, path: str) -> Entry | None:
+        """The entry of the file at `path` (as `info`), None when no file is there. On an object store one HEAD
+        request, never a listing (`info` lists the prefix to tell a missing key from a folder)."""
+        if not self.object_store:
+            return self.info(path)
+        try:
+            with self.fs.open_input_file(self.native(path)) as handle:
+                size = handle.size()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+        return Entry(path, FILE, size, time.time())
 
     def info(self, path: str) -> Entry | None:
         """The entry of one path, a symlink reported as itself (not its target); None when nothing is there."""
@@ -108,11 +139,29 @@ class FileSystem:
     def walk(self, path: str, descend: Callable[[Entry], bool] = lambda entry: True) -> Iterator[Entry]:
         """Every entry below `path` (not `path` itself), folder by folder. Symlinks are reported and never followed;
         a directory is reported, then descended into when `descend(entry)` says so."""
+        if self.object_store:
+            yield from self._walk_flat(path, descend)
+            return
         pending = [path]
         while pending:
             children = sorted(self._children(pending.pop()), key=lambda e: e.path)
             yield from children
             pending.extend(e.path for e in reversed(children) if e.kind == DIRECTORY and descend(e))
+
+    def _walk_flat(self, path: str, descend: Callable[[Entry], bool]) -> Iterator[Entry]:
+        """`walk` from one recursive listing: the entries in path order, none below a folder `descend` refuses."""
+        selector = pafs.FileSelector(self.native(path), recursive=True, allow_not_found=True)
+        entries = sorted((self._entry(info) for info in self.fs.get_file_info(selector)), key=lambda e: e.path)
+        refused: set[tuple[str, ...]] = set()
+        for entry in entries:
+            parts = relative_parts(entry.path, path)
+            if not parts:
+                continue  # the folder a key with an empty component (`t//x`) implies: `path` itself
+            if any(parts[:n] in refused for n in range(1, len(parts))):
+                continue
+            yield entry
+            if entry.kind == DIRECTORY and not descend(entry):
+                refused.add(parts)
 
     def _children(self, folder: str) -> list[Entry]:
         if self.local:
@@ -141,3 +190,15 @@ class FileSystem:
         except OSError:
             return False
         return True
+
+
+def resolve(path: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's file system of a canonical path or location, and the path in its terms."""
+    if is_local(path):
+        return pafs.LocalFileSystem(), path
+    if is_s3(path):
+        return s3.filesystem(), s3.native(path)
+    try:
+        return pafs.FileSystem.from_uri(path)
+    except (ValueError, OSError) as exc:
+        raise SargableError(f"can't open the file system of {path!r}: {exc}") from None

@@ -219,8 +219,9 @@ def stats_from_parquet(
             size = os.path.getsize(location)
             parquet = pq.ParquetFile(location)
         else:
-            size = filesystem.get_file_info(location).size or 0
-            parquet = pq.ParquetFile(location, filesystem=filesystem)
+            source = filesystem.open_input_file(location)  # its size comes with the open: one status request
+            size = source.size()
+            parquet = pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
         raise StatisticsError(f"can't read the Parquet footer of {location!r}: {exc}") from None
     if read_data:
@@ -230,7 +231,20 @@ def stats_from_parquet(
         except (OSError, pa.ArrowException, KeyError) as exc:
             raise StatisticsError(f"can't read the data of {location!r}: {exc}") from None
         return stats_from_arrow(table, location, schema=schema, size_bytes=size, partition=partition)
-    meta = parquet.metadata
+    return stats_from_metadata(parquet.metadata, location, size, schema, truncation_length, partition)
+
+
+def stats_from_metadata(
+    meta: pq.FileMetaData,
+    path: str,
+    size_bytes: int,
+    schema: Sequence[tuple[str, Any]] | None = None,
+    truncation_length: int = STRING_TRUNCATION_LENGTH,
+    partition: dict[str, Any] | None = None,
+) -> FileStats:
+    """A Parquet file's statistics from its footer's metadata (what `stats_from_parquet` reads; a writer has it
+    without reading the file back)."""
+    types = _schema_types(schema)
     columns: dict[str, ColumnStats] = {}
     if meta.num_row_groups:
         first = meta.row_group(0)
@@ -239,7 +253,7 @@ def stats_from_parquet(
             if "." in name or (types is not None and name not in types):
                 continue
             columns[name] = _column_from_row_groups(meta, index, types.get(name) if types else None, truncation_length)
-    return FileStats(path=location, row_count=meta.num_rows, size_bytes=size, columns=columns, partition=partition)
+    return FileStats(path=path, row_count=meta.num_rows, size_bytes=size_bytes, columns=columns, partition=partition)
 
 
 def _arrow_values(array: pa.ChunkedArray) -> pa.ChunkedArray:

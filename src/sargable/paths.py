@@ -2,7 +2,10 @@
 
 A file has one spelling in the metastore: a plain absolute POSIX path for a local file (a `file:` URI becomes its
 path), `scheme://authority/path` for another file system (the scheme lowercased, the path kept as written, not
-percent-decoded, as sargable hands such paths to pyarrow). Empty components (`//`) and `.` are dropped. A `..` is
+percent-decoded, as sargable hands such paths to pyarrow). An S3 object has two spellings in the wild, Hadoop's
+`s3a://bucket/key` and pyarrow's (and AWS's) `s3://bucket/key`: both are accepted and kept as `s3a://`, the form
+the metastore hands to Spark, Hive and Trino, whose stock Hadoop connector registers `s3a` only (`sargable.s3`
+maps it to pyarrow's `s3` for sargable's own reads). Empty components (`//`) and `.` are dropped. A `..` is
 resolved lexically in a location (as Hadoop's `Path` does: `--location ../data` is natural to type) and refused in a
 file path, which no writer produces. Containment compares components, never string prefixes (`/t/a` does not
 contain `/t/ab`). Only a relative location consults the process (its working directory and home).
@@ -19,6 +22,10 @@ from sargable.errors import PathError
 
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
 _FILE_RE = re.compile(r"file:", re.IGNORECASE)
+S3_SCHEME = "s3a"
+"""The canonical scheme of an S3 object."""
+_SCHEME_ALIASES = {"s3": S3_SCHEME}
+"""Other spellings of a canonical scheme."""
 
 
 def _check_text(kind: str, text: object) -> str:
@@ -51,7 +58,8 @@ def _split(kind: str, text: str, *, percent: bool = False) -> tuple[str, str]:
     match = _SCHEME_RE.match(text)
     if match:
         authority, _, path = text[match.end() :].partition("/")
-        return f"{match[1].lower()}://{authority}", "/" + path
+        scheme = match[1].lower()
+        return f"{_SCHEME_ALIASES.get(scheme, scheme)}://{authority}", "/" + path
     return "", text
 
 
@@ -140,9 +148,17 @@ def join_path(location: str, *parts: str) -> str:
     return posixpath.join(location.rstrip("/") or "/", *parts)
 
 
+def is_s3(path: str) -> bool:
+    """Whether a canonical path or location names an S3 object or prefix."""
+    return path.startswith(f"{S3_SCHEME}://")
+
+
 def spellings(path: str) -> tuple[str, ...]:
     """The ways a canonical local path may have been registered, by this version or an earlier one: the path, and
-    `file:` URIs of it (raw or percent-encoded). A path of another file system has only its own spelling."""
+    `file:` URIs of it (raw or percent-encoded); an S3 path as `s3a://` and `s3://`. A path of another file system
+    has only its own spelling."""
+    if is_s3(path):
+        return (path, "s3" + path[len(S3_SCHEME) :])
     if not is_local(path):
         return (path,)
     encoded = quote(path, safe="/")

@@ -37,13 +37,14 @@ is what sargable's own writes to them left, by the same rules.
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sargable.deletion import Deleter
 from sargable.errors import PathError, SargableError
-from sargable.fs import FILE, STAGING_DIR, SYMLINK
+from sargable.fs import FILE, STAGING_DIR, SYMLINK, direct_write_id
 from sargable.metastore import RETENTION_PROPERTY, Metastore, Table
 from sargable.metastore.intents import WriteIntent
 from sargable.paths import canonical_location, is_within, join_path, stored_forms
@@ -81,7 +82,7 @@ class VacuumResult:
 
 def _forget_gone(table: Table, deleter: Deleter) -> int:
     """Drop the tombstones whose file is gone from disk under every reading of its stored path."""
-    gone = [t.path for t in table.tombstones() if all(deleter.fs.info(form) is None for form in stored_forms(t.path))]
+    gone = [t.path for t in table.tombstones() if all(deleter.fs.file_entry(f) is None for f in stored_forms(t.path))]
     return table.forget_tombstones(gone)
 
 
@@ -95,7 +96,7 @@ def expire_removed(ms: Metastore, database: str, table: str) -> VacuumResult:
     deleted: list[str] = []
     kept: list[tuple[str, str]] = []
     for path in expired:
-        if deleter.fs.info(path) is None:
+        if deleter.fs.file_entry(path) is None:
             continue
         reason = deleter.delete(path)
         if reason is None:
@@ -143,7 +144,11 @@ def vacuum(
     garbage: list[str] = []
     kept: list[tuple[str, str]] = []
     entries = {path: entry for path in sorted(candidates) if (entry := deleter.fs.info(path)) is not None}
-    for write in writes:
+    if deleter.fs.object_store and live:  # files written where they stay: found by the write id in their names
+        entries.update(
+            (e.path, e) for e in deleter.fs.walk(location) if direct_write_id(posixpath.basename(e.path)) in live
+        )
+    for write in writes if not deleter.fs.object_store else ():
         entries.update((e.path, e) for e in deleter.fs.walk(join_path(location, STAGING_DIR, write.write_id)))
     for entry in entries.values():
         if entry.kind == SYMLINK:
@@ -184,13 +189,16 @@ def _forget_written(
     if old:
         deleter.remove_folder(join_path(deleter.location, STAGING_DIR))
     gone = [
-        path for path in recorded if path in known or all(deleter.fs.info(form) is None for form in stored_forms(path))
+        path
+        for path in recorded
+        if path in known or all(deleter.fs.file_entry(form) is None for form in stored_forms(path))
     ]
     left = {write_id for path, write_id in recorded.items() if path not in gone}
     ended = [
         w.write_id
         for w in old
-        if w.write_id not in left and deleter.fs.info(join_path(deleter.location, STAGING_DIR, w.write_id)) is None
+        if w.write_id not in left
+        and (deleter.fs.object_store or deleter.fs.info(join_path(deleter.location, STAGING_DIR, w.write_id)) is None)
     ]
     table.forget_written(gone, ended)
 

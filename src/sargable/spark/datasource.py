@@ -44,9 +44,11 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from sargable import s3
 from sargable.analyze import decompose
 from sargable.errors import SargableError
 from sargable.expr import BoundFilter, bind_filter, columns_of, conjoin
+from sargable.fs import resolve
 from sargable.metastore import Metastore, TableDefinition, default_url, shared
 from sargable.spark.catalog import metastore_url, split_table_name
 from sargable.spark.schema import table_struct
@@ -143,6 +145,8 @@ class SargableReader(DataSourceReader):
         self.min_splits = min_splits
         self.exact: list[BoundFilter] = []
         self.skipping: list[BoundFilter] = []
+        self.s3_options = s3.current_options()
+        """The S3 settings made in code where the reader was made (the driver's), for the executors."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled for the executors with sargable's source, which they may not have installed."""
@@ -191,8 +195,10 @@ class SargableReader(DataSourceReader):
             return  # no file survived planning: Spark reads one placeholder partition
         target = to_arrow_schema(self.schema, timezone="UTC")
         keys = {name: index for index, name in enumerate(partition.keys)}
+        s3.use_options(self.s3_options)
         for path, values in partition.files:
-            parquet = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
+            filesystem, native = resolve(path)
+            parquet = pq.ParquetFile(native, filesystem=filesystem, coerce_int96_timestamp_unit="us")
             present = set(parquet.schema_arrow.names)
             data_columns = [f.name for f in target if f.name not in keys and f.name in present]
             constants: dict[int, list[Any]] = {}

@@ -6,7 +6,8 @@ plan. Spark checks and stats every path it is handed, and past its parallel-disc
 (`spark.sql.sources.parallelPartitionDiscovery.threshold`) would start a listing job with a task per path: up to
 the threshold the files go to Spark as paths (`explain()` lists them); above it through a `_spark_metadata`
 manifest (`sargable.spark.manifest`), which Spark reads with no listing and no per-file call (a table without
-partition keys with `recursiveFileLookup`, `UNPARTITIONED_OPTION`). A scan that is
+partition keys with `recursiveFileLookup`, `UNPARTITIONED_OPTION`). Files on an object store always go through a
+manifest: s3a's status of a path handed to Spark probes it as a folder too, with a LIST request per file. A scan that is
 exactly some partitions of a single-key table reads the table's base relation instead, pruned by Spark
 (`sargable.spark.relations`). The session's configuration is never changed.
 The returned DataFrame carries its scan in the attribute `sargable_scan` (`sgs.scan_report` reads it).
@@ -19,7 +20,7 @@ from typing import Any
 
 from sargable.errors import SargableError
 from sargable.expr import render_sql
-from sargable.paths import canonical_location
+from sargable.paths import canonical_location, is_s3
 from sargable.scan import Scan
 from sargable.spark.manifest import manifest
 from sargable.spark.relations import pruned_frame
@@ -48,7 +49,8 @@ def files_frame(spark: Any, table: Any, files: Sequence[FileStats]) -> Any:
     reader = spark.read.schema(struct)
     if not table.partition_key_names:
         reader = reader.option(*UNPARTITIONED_OPTION)
-    if is_connect(spark) or len(files) <= int(spark.conf.get(LISTING_THRESHOLD)):
+    by_paths = len(files) <= int(spark.conf.get(LISTING_THRESHOLD)) and not any(is_s3(f.path) for f in files)
+    if is_connect(spark) or by_paths:
         return reader.option("basePath", canonical_location(table.location)).parquet(*[f.path for f in files])
     with manifest(files) as uri:
         return reader.parquet(uri)

@@ -19,6 +19,12 @@ the table location it writes to), and before step 3 the final paths of its files
 Until step 4 the table is unchanged: a failure removes this write's files; a killed process leaves them for
 `vacuum` (`sargable.vacuum`), which lists (and with `dry_run=False` deletes) the files that the intents of unfinished
 writes name and no table lists, and nothing else.
+
+On an object store (`s3a://`) steps 1-3 are one: nothing is staged or renamed (a rename there is a copy and a
+delete per object); the executors write each file where it stays, its name carrying the write id
+(`part-<write id>-...`, so `vacuum` can find what a killed write left with one listing), and return its statistics
+(`sargable.spark.direct`); the write records the files' paths, and the commit is the one atomic step. Such a write
+makes no listing and no copy.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from sargable.metastore.names import escape_path_name, parse_partition_name
 from sargable.paths import join_path, relative_parts
 from sargable.spark.catalog import opened, split_table_name
 from sargable.spark.datasource import ensure_registered
+from sargable.spark.direct import write_files
 from sargable.spark.progress import spark_progress
 from sargable.spark.schema import NTZ_PROPERTY, hive_type, ntz_columns, spark_type
 from sargable.spark.session import job_description, parallelism
@@ -310,6 +317,10 @@ def discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
     `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted). When
     nothing is left, the write's intent ends (else `vacuum` finds what is left through it)."""
     failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
+    if deleter.fs.object_store:  # nothing staged: the files were written where they stay
+        if not failures:
+            _handle(deleter).end_write(posixpath.basename(staging))
+        return failures
     try:
         failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
         deleter.remove_folder(posixpath.dirname(staging))
@@ -324,7 +335,8 @@ def new_staging(deleter: Deleter) -> str:
     """Begin a new write to the deleter's table (its intent registered in the metastore before any file is written,
     `sargable.metastore.intents`); returns its staging folder (`_sargable_staging/<write id>`, not made yet)."""
     root = join_path(deleter.location, STAGING_DIR)
-    _check_staging_root(deleter.fs, root)
+    if not deleter.fs.object_store:
+        _check_staging_root(deleter.fs, root)
     handle = _handle(deleter)
     intent = handle.begin_write()
     if intent.location != deleter.table.location:
@@ -371,6 +383,14 @@ def stage(
     observation = Observation(f"sargable-write-{uuid.uuid4().hex}")
     extra = [split_by] if split_by is not None else []
     observed = _aligned(df, table, extra).observe(observation, F.count(F.lit(1)).alias("rows"))
+    if fs.object_store:
+        with _timed(phases, "spark write"), spark_progress(df.sparkSession, console, f"writing {table.qualified_name}"):
+            files = write_files(observed, table, fs.location, posixpath.basename(staging), split_by)
+            moved.extend(f.path for f in files)
+            spark_rows = observation.get["rows"]
+        _handle(deleter).record_write(posixpath.basename(staging), [f.path for f in files])
+        _check_totals(files, spark_rows, files)
+        return files
     writer = observed.write.mode("error").options(**STAGING_OPTIONS)
     if table.partition_keys or extra:
         writer = writer.partitionBy(*table.partition_key_names, *extra)
