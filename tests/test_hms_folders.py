@@ -118,3 +118,40 @@ def test_folders_of_a_commit_that_fails_are_removed_only_while_empty(hms, tmp_pa
     monkeypatch.undo()
     assert made == ["ds=a", "ds=b"]  # made before the commit
     assert sorted(os.listdir(table_dir)) == ["ds=b"]  # the empty one removed, the one written into kept
+
+
+SPARK_FOLDERS = {
+    "a:b": "ds=a%3Ab",
+    "a%b": "ds=a%25b",
+    "a%3Ab": "ds=a%253Ab",
+    "x/y": "ds=x%2Fy",
+    "k=v": "ds=k%3Dv",
+    "#'\"\\{[*?^]}": "ds=%23%27%22%5C%7B%5B%2A%3F%5E%5D}",
+    "tab\tnl\n\x01\x7f": "ds=tab%09nl%0A%01%7F",
+    "é 日本": "ds=é 日本",
+}
+"""Partition values and the folder names Spark (`ExternalCatalogUtils.escapePathName`) and Hive give them."""
+
+
+def test_escaped_partition_folders_are_the_ones_spark_names(hms, tmp_path):
+    """Spark sends locations as Hadoop `Path` strings, not percent-encoded: `file:/w/t/ds=a%3Ab` names the folder
+    `ds=a%3Ab`. Given so (or left to the server's default), each partition has that one folder, no decoded twin, and
+    is returned with the location Spark sent (issue 27: a decoded `ds=a:b` tree was made beside Spark's)."""
+    db_dir = tmp_path / "dbs" / "d%41.db"
+    hms.call("create_database", ttypes.Database(name="d", locationUri=f"file:{db_dir}"))
+    hms.call("create_table", _table("d", "t", None))
+    table_dir = db_dir / "t"
+    values = list(SPARK_FOLDERS)
+    sent = []
+    for i, value in enumerate(values):
+        part = _partition("d", "t", value)
+        if i % 2:  # as Spark sends it; the others at the server's default location
+            part.sd = ttypes.StorageDescriptor(location=f"file:{table_dir}/{SPARK_FOLDERS[value]}")
+        sent.append(part)
+    assert hms.call("add_partitions", sent) == len(values)
+    assert os.listdir(tmp_path / "dbs") == ["d%41.db"]
+    assert sorted(os.listdir(table_dir)) == sorted(SPARK_FOLDERS.values())
+    assert hms.call("get_database", "d").locationUri == f"file:{db_dir}"
+    located = {tuple(p.values): p.sd.location for p in hms.call("get_partitions", "d", "t", -1)}
+    assert located == {(v,): f"file:{table_dir}/{name}" for v, name in SPARK_FOLDERS.items()}
+    assert sorted(hms.call("get_partition_names", "d", "t", -1)) == sorted(SPARK_FOLDERS.values())
