@@ -69,9 +69,8 @@ def test_partition_folder_names_are_sparks(spark, rows):
         if value is not None:
             assert escape_path_name(value) == escaped, value
             assert unescape_path_name(escaped) == round_trip == value, value
-        if value != "":  # Spark names '' the default partition, as NULL; sargable's metastore keeps it apart
-            assert value_to_name(value, STRING) == value_name, value
-            assert partition_name([(name, STRING)], [value]) == path, (name, value)
+        assert value_to_name(value, STRING) == value_name, value
+        assert partition_name([(name, STRING)], [value]) == path, (name, value)
         if unescaped is not None:  # Spark's unescapePathName throws on '%' then U+0080..U+00FF: no oracle there
             assert unescape_path_name(text) == unescaped, text
 
