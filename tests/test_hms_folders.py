@@ -7,11 +7,18 @@ ones. In process over both backends."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hms_inprocess import InProcess
+from sargable.errors import PathError
 from sargable.hms.bindings import ttypes
+from sargable.hms.convert import hive_location
+from sargable.hms.folders import local_dir
+from sargable.paths import hadoop_location
 
 pytest.importorskip("pymetastore")
 
@@ -155,3 +162,29 @@ def test_escaped_partition_folders_are_the_ones_spark_names(hms, tmp_path):
     located = {tuple(p.values): p.sd.location for p in hms.call("get_partitions", "d", "t", -1)}
     assert located == {(v,): f"file:{table_dir}/{name}" for v, name in SPARK_FOLDERS.items()}
     assert sorted(hms.call("get_partition_names", "d", "t", -1)) == sorted(SPARK_FOLDERS.values())
+
+
+folder_names = st.text(
+    st.one_of(st.sampled_from("%:=#'\"\\{[*?^ 0123456789ABCDEFabcdef"), st.characters(blacklist_categories=("Cs",))),
+    min_size=1,
+    max_size=10,
+).filter(lambda name: "\x00" not in name and "/" not in name and name not in (".", ".."))
+
+
+@given(st.lists(folder_names, min_size=1, max_size=4))
+def test_a_hadoop_location_names_the_folder_it_spells_both_ways(names):
+    """A `file:` location as Spark sends it (`Path.toString()`) names the folder spelled so, `%` included; the
+    server returns it spelled the same, which Spark reads back as that folder (`new Path(text)`)."""
+    path = "/" + "/".join(names)
+    sent = f"file:{path}"
+    assert hadoop_location(sent) == hadoop_location(f"file://{path}") == hadoop_location(path) == path
+    assert hive_location(hadoop_location(sent)) == sent
+    assert local_dir(sent) == Path(path)
+
+
+def test_a_hadoop_location_of_another_host_or_relative_is_refused():
+    assert hadoop_location("s3a://bucket/t/k=a%3Ab") == "s3a://bucket/t/k=a%3Ab"
+    with pytest.raises(PathError, match="another host"):
+        hadoop_location("file://elsewhere/w/t")
+    with pytest.raises(PathError, match="relative"):
+        hadoop_location("w/t")
