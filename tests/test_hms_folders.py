@@ -7,11 +7,18 @@ ones. In process over both backends."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hms_inprocess import InProcess
+from sargable.errors import PathError
 from sargable.hms.bindings import ttypes
+from sargable.hms.convert import hive_location
+from sargable.hms.folders import local_dir
+from sargable.paths import hadoop_location
 
 pytest.importorskip("pymetastore")
 
@@ -118,3 +125,66 @@ def test_folders_of_a_commit_that_fails_are_removed_only_while_empty(hms, tmp_pa
     monkeypatch.undo()
     assert made == ["ds=a", "ds=b"]  # made before the commit
     assert sorted(os.listdir(table_dir)) == ["ds=b"]  # the empty one removed, the one written into kept
+
+
+SPARK_FOLDERS = {
+    "a:b": "ds=a%3Ab",
+    "a%b": "ds=a%25b",
+    "a%3Ab": "ds=a%253Ab",
+    "x/y": "ds=x%2Fy",
+    "k=v": "ds=k%3Dv",
+    "#'\"\\{[*?^]}": "ds=%23%27%22%5C%7B%5B%2A%3F%5E%5D}",
+    "tab\tnl\n\x01\x7f": "ds=tab%09nl%0A%01%7F",
+    "é 日本": "ds=é 日本",
+}
+"""Partition values and the folder names Spark (`ExternalCatalogUtils.escapePathName`) and Hive give them."""
+
+
+def test_escaped_partition_folders_are_the_ones_spark_names(hms, tmp_path):
+    """Spark sends locations as Hadoop `Path` strings, not percent-encoded: `file:/w/t/ds=a%3Ab` names the folder
+    `ds=a%3Ab`. Given so (or left to the server's default), each partition has that one folder, no decoded twin, and
+    is returned with the location Spark sent (issue 27: a decoded `ds=a:b` tree was made beside Spark's)."""
+    db_dir = tmp_path / "dbs" / "d%41.db"
+    hms.call("create_database", ttypes.Database(name="d", locationUri=f"file:{db_dir}"))
+    hms.call("create_table", _table("d", "t", None))
+    table_dir = db_dir / "t"
+    values = list(SPARK_FOLDERS)
+    sent = []
+    for i, value in enumerate(values):
+        part = _partition("d", "t", value)
+        if i % 2:  # as Spark sends it; the others at the server's default location
+            part.sd = ttypes.StorageDescriptor(location=f"file:{table_dir}/{SPARK_FOLDERS[value]}")
+        sent.append(part)
+    assert hms.call("add_partitions", sent) == len(values)
+    assert os.listdir(tmp_path / "dbs") == ["d%41.db"]
+    assert sorted(os.listdir(table_dir)) == sorted(SPARK_FOLDERS.values())
+    assert hms.call("get_database", "d").locationUri == f"file:{db_dir}"
+    located = {tuple(p.values): p.sd.location for p in hms.call("get_partitions", "d", "t", -1)}
+    assert located == {(v,): f"file:{table_dir}/{name}" for v, name in SPARK_FOLDERS.items()}
+    assert sorted(hms.call("get_partition_names", "d", "t", -1)) == sorted(SPARK_FOLDERS.values())
+
+
+folder_names = st.text(
+    st.one_of(st.sampled_from("%:=#'\"\\{[*?^ 0123456789ABCDEFabcdef"), st.characters(blacklist_categories=("Cs",))),
+    min_size=1,
+    max_size=10,
+).filter(lambda name: "\x00" not in name and "/" not in name and name not in (".", ".."))
+
+
+@given(st.lists(folder_names, min_size=1, max_size=4))
+def test_a_hadoop_location_names_the_folder_it_spells_both_ways(names):
+    """A `file:` location as Spark sends it (`Path.toString()`) names the folder spelled so, `%` included; the
+    server returns it spelled the same, which Spark reads back as that folder (`new Path(text)`)."""
+    path = "/" + "/".join(names)
+    sent = f"file:{path}"
+    assert hadoop_location(sent) == hadoop_location(f"file://{path}") == hadoop_location(path) == path
+    assert hive_location(hadoop_location(sent)) == sent
+    assert local_dir(sent) == Path(path)
+
+
+def test_a_hadoop_location_of_another_host_or_relative_is_refused():
+    assert hadoop_location("s3a://bucket/t/k=a%3Ab") == "s3a://bucket/t/k=a%3Ab"
+    with pytest.raises(PathError, match="another host"):
+        hadoop_location("file://elsewhere/w/t")
+    with pytest.raises(PathError, match="relative"):
+        hadoop_location("w/t")

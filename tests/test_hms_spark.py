@@ -1,6 +1,7 @@
 """Unmodified pyspark (Hive support, `spark.hadoop.hive.metastore.uris`) against `sargable serve`: DDL, dynamic
 partition inserts with NULL partition values, partition-filter shapes compared with DuckDB over the same rows, SHOW /
-ADD / DROP PARTITION, MSCK REPAIR, a view, ANALYZE, a star join, and the same answers after a server restart.
+ADD / DROP PARTITION, MSCK REPAIR, a view, ANALYZE, a star join, partition values Spark escapes in folder names, and
+the same answers after a server restart.
 
 Both directions between sargable's own Spark calls and Spark SQL through the server, in the same run: a table
 `sgs.write` wrote before the server started is queried by Spark SQL, and the tables Spark SQL created and filled
@@ -8,9 +9,13 @@ through the server (no file list in the metastore) are read with `sgs.read` afte
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -21,7 +26,8 @@ import pytest
 from hms_server import SargableServe, self_signed_certificate
 from hms_spark import run_sql
 from metastore_fixtures import fresh_url
-from sargable.metastore import Metastore
+from sargable.metastore import DEFAULT_PARTITION_NAME, Metastore
+from sargable.metastore.names import escape_path_name
 from test_docs import blocks_of
 
 pytest.importorskip("pymetastore")
@@ -94,6 +100,77 @@ WRITTEN = [
 ]
 """Spark SQL through the server over `w.sg`, which `sgs.write` wrote with the rows of `ROWS`."""
 
+SPECIAL = "#'\"\\{[*?^]}"
+ESCAPED = [
+    (1, "a:b"),
+    (2, "a%b"),
+    (3, "a%3Ab"),
+    (4, "x/y"),
+    (5, "k=v"),
+    (6, SPECIAL),
+    (7, "tab\tnl\n\x01\x7f"),
+    (8, "é 日本"),
+    (9, None),
+    (10, ""),
+    (11, "plain"),
+]
+"""Partition values Spark and Hive escape in folder names, in `s.esc` (Spark SQL INSERT through the server) and
+`w.esc` (`sgs.write`); both store '' as NULL, as Spark's writer does."""
+
+ESCAPED_FOLDERS = {
+    "c=a%3Ab",
+    "c=a%25b",
+    "c=a%253Ab",
+    "c=x%2Fy",
+    "c=k%3Dv",
+    "c=%23%27%22%5C%7B%5B%2A%3F%5E%5D}",
+    "c=tab%09nl%0A%01%7F",
+    "c=é 日本",
+    "c=__HIVE_DEFAULT_PARTITION__",
+    "c=plain",
+}
+"""The folders Spark names for `ESCAPED` (`ExternalCatalogUtils.escapePathName`): the only ones either table has."""
+
+
+def _sql_string(text: str) -> str:
+    """A Spark SQL string literal of `text` (quotes, backslashes and control characters as `\\uXXXX`)."""
+    return "'" + "".join(f"\\u{ord(c):04x}" if c in "'\\" or ord(c) < 0x20 or c == "\x7f" else c for c in text) + "'"
+
+
+def _stored(value: str | None) -> str | None:
+    return value or None
+
+
+ESCAPED_FILTERS: dict[str, Callable[[int, str | None], bool]] = {
+    "c = 'a:b'": lambda x, c: c == "a:b",
+    "c IN ('a%b', 'a%3Ab', 'x/y')": lambda x, c: c in ("a%b", "a%3Ab", "x/y"),
+    "c LIKE 'a%'": lambda x, c: c is not None and c.startswith("a"),
+    "c IS NULL": lambda x, c: c is None,
+    # Spark refuses (INTERNAL_ERROR_INVALID_PARTITION_FILTER_VALUE) to send a value holding both ' and " to the
+    # metastore, so SPECIAL is selected by a prefix
+    f"c LIKE '#%' OR c = {_sql_string(ESCAPED[6][1])}": lambda x, c: c in (SPECIAL, ESCAPED[6][1]),
+    "c > 'k' AND x > 4": lambda x, c: c is not None and c > "k" and x > 4,
+}
+"""Filters on `s.esc` (Spark SQL, and `sgs.read` through `F.expr`) and the stored rows they select."""
+
+ESCAPED_SCANS = ["c = 'a%3Ab'", "c in ('a:b', 'x/y', 'é 日本')", "c is null", "c like '%b'"]
+"""`Table.scan` and `sargable explain` filters on `s.esc` (sargable's SQL dialect)."""
+
+
+def _escaped_rows(select: Callable[[int, str | None], bool] = lambda x, c: True) -> list[list]:
+    return [[x, _stored(c)] for x, c in ESCAPED if select(x, _stored(c))]
+
+
+ESCAPED_SQL = [
+    "CREATE TABLE s.esc (x INT, c STRING) USING parquet PARTITIONED BY (c)",
+    "INSERT INTO s.esc VALUES " + ", ".join(f"({x}, {'NULL' if c is None else _sql_string(c)})" for x, c in ESCAPED),
+    "SHOW PARTITIONS s.esc",
+    "SELECT x, c FROM w.esc ORDER BY x",
+    "SELECT x, c FROM w.esc WHERE c IN ('a:b', 'a%3Ab') OR c IS NULL ORDER BY x",
+    "SHOW PARTITIONS w.esc",
+]
+"""Spark SQL through the server: `s.esc` filled, `w.esc` (written by `sgs.write`) read."""
+
 READ_BACK = {
     "s.ev": [
         None,
@@ -107,6 +184,7 @@ READ_BACK = {
     ],
     "s.hv": [None, "ds = '2024-01-03' OR hr IS NULL"],
     "s.mk": [None, "ds = 'b'"],
+    "s.esc": [None, *ESCAPED_FILTERS],
 }
 """`sgs.read` of the tables Spark SQL created and filled through the server, each against Spark SQL's own answer."""
 
@@ -160,6 +238,7 @@ def _flow(repair_dir) -> list[str]:
         "INSERT INTO s.dim VALUES ('2024-01-02', true), ('2024-01-03', true), ('2024-01-01', false)",
         "SELECT e.x FROM s.ev e JOIN s.dim d ON e.ds = d.d WHERE d.keep ORDER BY e.x",
         *ALTERS,
+        *ESCAPED_SQL,
         *(_read_back_sql(table, where) for table, shapes in READ_BACK.items() for where in shapes),
     ]
 
@@ -206,13 +285,15 @@ def _doc_session_code(uri: str, warehouse: Path) -> str:
 
 
 def _sgs_write(spark, url: str, warehouse) -> None:
-    """`w.sg` written by `sgs.write`, partitioned by (ds, hr), with the rows of `ROWS`."""
+    """`w.sg` written by `sgs.write`, partitioned by (ds, hr), with the rows of `ROWS`; `w.esc` by c, `ESCAPED`."""
     import sargable.spark as sgs
 
     with Metastore.open(url, warehouse=warehouse) as ms:
         ms.create_database("w", if_not_exists=True)
     frame = spark.createDataFrame(ROWS, "x INT, y STRING, ds STRING, hr INT")
     sgs.write(frame, "w.sg", partition_by=["ds", "hr"], metastore=url, progress=False)
+    escaped = spark.createDataFrame(ESCAPED, "x INT, c STRING")
+    sgs.write(escaped, "w.esc", partition_by=["c"], metastore=url, progress=False)
 
 
 def _sgs_read_back(spark, url: str, warehouse) -> dict[tuple[str, str | None], list[list]]:
@@ -229,6 +310,27 @@ def _sgs_read_back(spark, url: str, warehouse) -> dict[tuple[str, str | None], l
                 rows = df.orderBy("x").collect()
                 out[(table, where)] = [list(row) for row in rows]
     return out
+
+
+def _scan_escaped(url: str) -> dict[str, dict]:
+    """Per `ESCAPED_SCANS` filter: the rows of the files `Table.scan` selects in `s.esc` (read with pyarrow, the
+    partition value from the scan), and what `sargable explain --json` says of it."""
+    out = {}
+    with Metastore.open(url) as ms:
+        table = ms.table("s", "esc")
+        for where in ESCAPED_SCANS:
+            scan = table.scan(where)
+            rows = [[x, f.partition["c"]] for f in scan.files for x in pq.read_table(f.path)["x"].to_pylist()]
+            out[where] = {"rows": sorted(rows), "folders": sorted(Path(p.location).name for p in scan.partitions)}
+    for where in ESCAPED_SCANS:
+        command = [sys.executable, "-m", "sargable.cli", "--metastore", url, "explain", "s.esc", where, "--json"]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        out[where]["explain"] = json.loads(done.stdout)
+    return out
+
+
+def _folders(location: Path) -> set[str]:
+    return {entry.name for entry in os.scandir(location) if entry.is_dir()}
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -251,6 +353,11 @@ def spark_run(request, tmp_path_factory, spark):
         results = dict(zip(statements, ran))
         calls = serve.calls()
     read_back = _sgs_read_back(spark, url, tmp / "sg-warehouse")
+    escaped = {
+        "scans": _scan_escaped(url),
+        "spark folders": _folders(tmp / "spark-warehouse" / "s.db" / "esc"),
+        "sgs folders": _folders(tmp / "sg-warehouse" / "w.db" / "esc"),
+    }
     after = {}
     if request.param == "sqlite":
         with SargableServe(tmp / "restarted", url) as serve:
@@ -262,6 +369,7 @@ def spark_run(request, tmp_path_factory, spark):
         "backend": request.param,
         "read_back": read_back,
         "warehouse": tmp / "spark-warehouse",
+        "escaped": escaped,
     }
 
 
@@ -400,3 +508,39 @@ def test_spark_sql_over_tls_with_hives_ssl_settings(tmp_path):
     assert _rows(ran[-1]) == [[2, "b"]]
     assert any(line.startswith("get_partitions_by_filter table=tls.t") for line in calls)
     assert "TLS handshake failed" not in serve.log.read_text()
+
+
+def test_escaped_values_read_back_by_sgs_read(spark_run):
+    """Values Spark escapes in folder names (issue 27): Spark SQL's INSERT through the server makes Spark's folders
+    and no decoded twin; `sgs.read` with filters on those values returns exactly their rows (Spark SQL's answer is
+    compared by the read-back test); a `Table.scan` and `sargable explain` select exactly their partitions."""
+    r, escaped = spark_run["results"], spark_run["escaped"]
+    assert escaped["spark folders"] == ESCAPED_FOLDERS
+    assert [row[0] for row in _rows(r["SHOW PARTITIONS s.esc"])] == sorted(ESCAPED_FOLDERS)
+    for where, select in ESCAPED_FILTERS.items():
+        assert _rows(r[_read_back_sql("s.esc", where)]) == _escaped_rows(select), where
+        assert spark_run["read_back"][("s.esc", where)] == _escaped_rows(select), where
+    assert spark_run["read_back"][("s.esc", None)] == _escaped_rows()
+    for where, scan in escaped["scans"].items():
+        assert scan["rows"], where
+        folders = {f"c={escape_path_name(c) if c is not None else DEFAULT_PARTITION_NAME}" for _, c in scan["rows"]}
+        assert scan["folders"] == sorted(folders) and folders <= ESCAPED_FOLDERS, where
+        assert scan["explain"]["partitions_returned"] == len(folders), where
+        assert scan["explain"]["files_selected"] >= len(folders), where
+    expected = {
+        "c = 'a%3Ab'": [[3, "a%3Ab"]],
+        "c in ('a:b', 'x/y', 'é 日本')": [[1, "a:b"], [4, "x/y"], [8, "é 日本"]],
+        "c is null": [[9, None], [10, None]],
+        "c like '%b'": [[1, "a:b"], [2, "a%b"], [3, "a%3Ab"]],
+    }
+    assert {where: scan["rows"] for where, scan in escaped["scans"].items()} == expected
+
+
+def test_escaped_values_sgs_wrote_are_read_by_spark_sql_through_the_server(spark_run):
+    """`sgs.write` names the folders as Spark does, and Spark SQL reads them back through the server."""
+    r = spark_run["results"]
+    assert spark_run["escaped"]["sgs folders"] == ESCAPED_FOLDERS
+    assert [row[0] for row in _rows(r["SHOW PARTITIONS w.esc"])] == sorted(ESCAPED_FOLDERS)
+    assert _rows(r["SELECT x, c FROM w.esc ORDER BY x"]) == _escaped_rows()
+    where = "SELECT x, c FROM w.esc WHERE c IN ('a:b', 'a%3Ab') OR c IS NULL ORDER BY x"
+    assert _rows(r[where]) == _escaped_rows(lambda x, c: c in ("a:b", "a%3Ab", None))

@@ -196,3 +196,13 @@ def test_untranslatable_conjuncts_are_left_to_spark(spark: object) -> None:
     assert "upper" in str(leftover[0])
     expr, leftover = split_column(F.upper("s") == "X")
     assert expr is None and len(leftover) == 1
+
+
+def test_sql_text_with_a_backslash_is_left_to_spark(spark: object) -> None:
+    """Spark SQL reads `'a\\tb'` as a tab and the filter parser as a backslash and a `t`: such text is Spark's to
+    apply, never pruned on the other reading (issue 27: `sgs.read` lost the rows of a value with a tab)."""
+    expr, leftover = split_column(F.expr("a > 1") & F.expr("s = 'a\\tb'") & F.expr("s LIKE 'x\\%%'"))
+    assert expr == (a > 1)
+    assert len(leftover) == 2
+    with pytest.raises(Untranslatable, match="backslash"):
+        from_column(F.expr("s = 'it\\'s'"))

@@ -97,6 +97,18 @@ def canonical_location(location: str, base: str | None = None, *, relative: bool
     return _join(root, _components("location", text, path, dotdot=True))
 
 
+def hadoop_location(location: str) -> str:
+    """The canonical form of an absolute location given as a Hadoop `Path` string, as Hive's and Spark's clients send
+    it (`Path.toString()`, which is not percent-encoded): a `%` in a `file:` URI is a character of a folder name (Hive
+    writes the partition value `a:b` as the folder `k=a%3Ab`), read as Hive's metastore reads it, with
+    `new Path(text)`."""
+    text = _check_text("location", location)
+    root, path = _split("location", text, percent=True)
+    if not root and not path.startswith("/"):
+        raise PathError(f"location {text!r} is relative: the folder it names depends on the current directory")
+    return _join(root, _components("location", text, path, dotdot=True))
+
+
 def canonical_file_path(path: str, base: str | None = None) -> str:
     """The canonical form of a data file's path, as the metastore stores it: a relative path is taken below the
     canonical location `base` (its table's), or refused without one; `..` is refused."""

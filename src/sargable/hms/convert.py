@@ -23,7 +23,7 @@ from sargable.hms.validate import (
 )
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Partition, TableDefinition, partition_name
 from sargable.metastore.hive import DamagedFields, HiveDatabase, HivePartition, HiveStorage, HiveTable
-from sargable.paths import canonical_location, is_local
+from sargable.paths import hadoop_location, is_local
 from sargable.types import DataType, format_value
 
 DDL_TIME = "transient_lastDdlTime"
@@ -61,13 +61,13 @@ def _parameters(check: Fields, field: str, parameters: Any) -> dict[str, str]:
 
 
 def _location(check: Fields, value: Any, field: str) -> str | None:
-    """A location a client sent, in the metastore's form (None or '' is the default); one that does not parse as
-    an absolute path or URI is refused."""
+    """A location a client sent (a Hadoop `Path` string: `%` in it is literal), in the metastore's form (None or ''
+    is the default); one that does not parse as an absolute path or URI is refused."""
     text = check.text(value, field)
     if not text:
         return None
     try:
-        return canonical_location(text, relative=False)
+        return hadoop_location(text)
     except PathError as exc:
         raise MetastoreError(f"{check.what}: {field}: {exc}") from None
 
@@ -303,15 +303,16 @@ def hive_location(location: str) -> str:
     return "file:" + location if is_local(location) else location
 
 
-def database_fields(database: Any) -> HiveDatabase:
-    """A Thrift `Database`'s Hive fields (its name and location are the metastore's own), every field checked
-    first (`sargable.hms.validate`: InvalidObjectError naming the field)."""
+def database_fields(database: Any) -> tuple[str | None, HiveDatabase]:
+    """A Thrift `Database`'s location in the metastore's form (None: the default) and its Hive fields (its name is
+    the metastore's own), every field checked first (`sargable.hms.validate`: InvalidObjectError naming the
+    field)."""
     if not isinstance(database, ttypes.Database):
         raise InvalidObjectError(f"a database must be a Database, got {type(database).__name__}")
     check = Fields("database")
     check = Fields(f"database {check.name(database.name, 'name', 'database')}")
-    _location(check, database.locationUri, "locationUri")
-    return HiveDatabase(
+    location = _location(check, database.locationUri, "locationUri")
+    return location, HiveDatabase(
         description=check.text(database.description, "description"),
         owner=check.text(database.ownerName, "ownerName"),
         owner_type=check.choice(database.ownerType, "ownerType", PRINCIPAL_TYPES),

@@ -11,21 +11,18 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from sargable.errors import MetastoreError
+from sargable.paths import hadoop_location, is_local
 
 
 def local_dir(location: str | None) -> Path | None:
-    """The local folder of a `file:` URI or absolute path (None for other file systems)."""
+    """The local folder of an absolute path or a Hadoop `Path` string's `file:` URI, whose `%` is literal (None for
+    other file systems)."""
     if not location:
         return None
-    if location.startswith("/"):
-        return Path(location)
-    parsed = urlparse(location)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    return None
+    path = hadoop_location(location)
+    return Path(path) if is_local(path) else None
 
 
 class NewFolders:

@@ -338,10 +338,10 @@ class Handler(ThriftHiveMetastore.Iface):
 
     @_hive_api
     def create_database(self, database: Any) -> None:
-        fields = database_fields(database)
+        location, fields = database_fields(database)
         name = database.name
         try:
-            self.catalog.create_database(name, database.locationUri, fields, make_folder=True)
+            self.catalog.create_database(name, location, fields, make_folder=True)
         except AlreadyExistsError:
             raise ttypes.AlreadyExistsException(message=f"Database {name} already exists") from None
 

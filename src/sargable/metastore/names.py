@@ -36,8 +36,9 @@ def unescape_path_name(text: str) -> str:
 
 
 def value_to_name(value: Any, dtype: DataType) -> str:
-    """The escaped path form of one partition value (NULL is the Hive default partition)."""
-    if value is None:
+    """The escaped path form of one partition value; NULL and `''` (which the metastore stores as NULL, as Hive and
+    Spark do) are the Hive default partition."""
+    if value is None or value == "":
         return DEFAULT_PARTITION_NAME
     return escape_path_name(format_value(value, dtype))
 

@@ -58,7 +58,10 @@ def _escape_like(text: str) -> str:
 
 
 def _parse_sql(text: str) -> Expr:
-    """`F.expr(text)`: the filter parser's reading of the text."""
+    """`F.expr(text)`: the filter parser's reading of the text; refused when the text holds a backslash, which Spark
+    SQL reads as an escape in a string (`'a\\tb'` holds a tab) and the filter parser as a character."""
+    if "\\" in text:
+        raise Untranslatable(f"expression {text!r}: a backslash (an escape in Spark SQL, a character in a filter)")
     try:
         return parse(text)
     except SargableError as exc:
