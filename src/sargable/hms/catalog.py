@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, PathError
@@ -21,6 +20,7 @@ from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.names import value_from_name
+from sargable.metastore.partitions import Page
 from sargable.paths import canonical_location, join_path
 from sargable.types import DataType
 
@@ -293,19 +293,25 @@ class Catalog:
         return table.partitions_by_names(names)
 
     @staticmethod
-    def partitions_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Partition]:
-        """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value)."""
-        return table.partitions(_values_filter(table.definition, values, partial=True), max_parts=max_parts)
+    def pages_by_names(table: Table, names: Iterable[str]) -> list[Page]:
+        """The partitions with these Hive names that exist, as pages, in key order."""
+        return table.partition_pages_by_names(names)
 
     @staticmethod
-    def partitions_by_filter(table: Table, text: str, max_parts: int | None) -> list[Partition]:
-        """Partitions matching a filter in Hive's metastore syntax."""
-        return table.partitions(text, max_parts=max_parts, dialect="hive")
+    def pages_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Page]:
+        """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value), as pages: call inside
+        `snapshot()`."""
+        return list(table.partition_pages(_values_filter(table.definition, values, partial=True), limit=max_parts))
 
     @staticmethod
-    def iter_partitions(table: Table, max_parts: int | None) -> Iterator[Partition]:
-        """Every partition (at most `max_parts`), in key order, streamed: call inside `snapshot()`."""
-        return islice(table.iter_partitions(), max_parts)
+    def pages_by_filter(table: Table, text: str, max_parts: int | None) -> list[Page]:
+        """Partitions matching a filter in Hive's metastore syntax, as pages: call inside `snapshot()`."""
+        return list(table.partition_pages(text, limit=max_parts, dialect="hive"))
+
+    @staticmethod
+    def iter_pages(table: Table, max_parts: int | None) -> Iterator[Page]:
+        """Every partition (at most `max_parts`), in key order, as pages streamed: call inside `snapshot()`."""
+        return table.partition_pages(limit=max_parts)
 
     @staticmethod
     def count_partitions(table: Table) -> int:

@@ -16,7 +16,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from itertools import islice
 from typing import Any
 
 from thrift.Thrift import TApplicationException, TException, TType
@@ -39,6 +38,7 @@ from sargable.hms.pool import CatalogPool
 from sargable.hms.validate import Fields, InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
+from sargable.metastore.partitions import Page, coalesced
 from sargable.store import Store
 
 WRITE_METHODS = frozenset(
@@ -177,7 +177,7 @@ def _pattern(pattern: str | None) -> re.Pattern[str]:
 
 
 PAGE = 2048
-"""Partitions per chunk of a streamed listing (about 1 MB)."""
+"""Partitions per chunk of a streamed listing, at least (about 1 MB): the store's first short pages are joined."""
 
 
 def _table_name(db: str, table: str) -> str:
@@ -246,11 +246,12 @@ class Handler(ThriftHiveMetastore.Iface):
         db: str,
         table: str,
         call: Hashable,
-        select: Callable[[Table], Sequence[Partition]],
+        select: Callable[[Table], Sequence[Page]],
         *,
         names: bool = False,
     ) -> Encoded:
-        """The partitions (or their names) `select(table)` reads, from one snapshot, cached by table version."""
+        """The partitions (or their names) `select(table)` reads as pages, from one snapshot, cached by table
+        version."""
         hit = self._cached(db, table, call)
         if hit is not None:
             return hit
@@ -258,11 +259,13 @@ class Handler(ThriftHiveMetastore.Iface):
             handle = self.catalog.table(db, table)
             tbl = handle.definition
             codec = self.cache.codec(tbl)
-            parts = select(handle)
-        body = codec.names(parts) if names else codec.partitions(parts)
-        payload = list_header(TType.STRING if names else TType.STRUCT, len(body)) + b"".join(body)
-        self.note.partitions = len(body)
-        self.cache.put(tbl, call, CachedReply(len(body), payload))
+            pages = select(handle)
+        encode = codec.page_names if names else codec.page_partitions
+        body = b"".join(map(encode, pages))
+        count = sum(map(len, pages))
+        payload = list_header(TType.STRING if names else TType.STRUCT, count) + body
+        self.note.partitions = count
+        self.cache.put(tbl, call, CachedReply(count, payload))
         return Encoded(TType.LIST, payload)
 
     def _listing(self, db: str, table: str, limit: int | None, *, names: bool) -> Encoded:
@@ -275,8 +278,8 @@ class Handler(ThriftHiveMetastore.Iface):
         return Encoded(TType.LIST, next(stream), stream)
 
     def _stream(self, db: str, table: str, limit: int | None, call: Hashable, *, names: bool) -> Iterator[bytes]:
-        """The list header (its count read in the listing's snapshot), then the encoded partitions a page at a
-        time; kept for the cache while the whole reply fits in it."""
+        """The list header (its count read in the listing's snapshot), then the encoded partitions a store page at a
+        time (pages of at least `PAGE`); kept for the cache while the whole reply fits in it."""
         catalog = self.catalog
         with catalog.snapshot():
             handle = catalog.table(db, table)
@@ -287,14 +290,13 @@ class Handler(ThriftHiveMetastore.Iface):
             self.note.partitions = count
             head = list_header(TType.STRING if names else TType.STRUCT, count)
             yield head
-            encode = codec.names if names else codec.partitions
+            encode = codec.page_names if names else codec.page_partitions
             kept: list[bytes] | None = [head]
             size = len(head)
             listed = 0
-            parts = catalog.iter_partitions(handle, count)
-            while page := list(islice(parts, PAGE)):
+            for page in coalesced(catalog.iter_pages(handle, count), PAGE):
                 listed += len(page)
-                chunk = b"".join(encode(page))
+                chunk = encode(page)
                 size += len(chunk)
                 if kept is not None and size <= self.cache.largest:
                     kept.append(chunk)
@@ -613,7 +615,7 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             call,
-            lambda handle: self.catalog.partitions_by_values(handle, values, limit),
+            lambda handle: self.catalog.pages_by_values(handle, values, limit),
             names=names,
         )
 
@@ -645,14 +647,15 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             ("filter", filter, limit),
-            lambda handle: self.catalog.partitions_by_filter(handle, filter, limit),
+            lambda handle: self.catalog.pages_by_filter(handle, filter, limit),
         )
 
     @_hive_api
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         handle = self._handle(db_name, tbl_name)
         self.note.filter = filter
-        count = len(self.catalog.partitions_by_filter(handle, filter, None))
+        with self.catalog.snapshot():
+            count = sum(map(len, self.catalog.pages_by_filter(handle, filter, None)))
         self.note.partitions = count
         return count
 
@@ -663,7 +666,7 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             ("by_names", tuple(wanted)),
-            lambda handle: self.catalog.partitions_by_names(handle, wanted),
+            lambda handle: self.catalog.pages_by_names(handle, wanted),
         )
 
     @_hive_api
