@@ -22,7 +22,8 @@ Folders: at the compared sizes (`--sizes`) each server makes every partition's f
 lives under `s3a://`, so no folder is made. A pyspark driver per system times a selective Spark SQL query at the
 compared sizes (`--spark-repeat` runs, median). Peak resident memory (VmHWM) of every server is read after each size.
 Last, for each sargable size, where a cold `get_partitions` spends its CPU (`breakdown`: the metastore's listing,
-its formatting of default locations, the server's encoding).
+its formatting of default locations, the server's encoding, as `Partition` objects; and the page listing the server
+uses since issue 32). The spread (fastest and slowest call) of every cold and Hive call is printed after the tables.
 
     bash scripts/postgres.sh run -- .venv/bin/python benchmarks/hms.py --json benchmarks/results/hms.json
 
@@ -214,13 +215,13 @@ def _answer(result: list) -> list:
     return sorted(result if result and isinstance(result[0], str) else (values for values, _ in result))
 
 
-def _median_ms(call: Callable[[], Any], repeat: int) -> float:
+def _times_ms(call: Callable[[], Any], repeat: int) -> list[float]:
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
         call()
         times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return times
 
 
 @dataclass
@@ -232,6 +233,10 @@ class Cell:
     call: str
     count: int
     ms: float
+    """The median."""
+    low: float = 0.0
+    high: float = 0.0
+    """The fastest and slowest call (the spread, on a shared machine)."""
 
 
 @dataclass
@@ -312,8 +317,10 @@ def measure(
                 expected = run.answers.setdefault((size, read.label), answer)
                 if answer != expected:
                     raise SystemExit(f"{system} ({cache}) disagrees on {read.label} at {size:,}: {len(answer)} answers")
-                ms = _median_ms(lambda read=read, client=client, table=table: read.call(client, table, False), repeat)
-                run.cells.append(Cell(system, cache, size, read.label, len(result), ms))
+                times = _times_ms(lambda read=read, client=client, table=table: read.call(client, table, False), repeat)
+                run.cells.append(
+                    Cell(system, cache, size, read.label, len(result), statistics.median(times), min(times), max(times))
+                )
         for cache, pid in pids.items():
             run.rss.append({"system": system, "cache": cache, "size": size, "peak_mb": peak_rss_mb(pid)})
 
@@ -438,12 +445,27 @@ def breakdown(url: str, table: str) -> dict[str, float]:
         def names() -> int:
             return len(codec.names(ms.iter_partitions(DB, table)))
 
+        handle = ms.table(DB, table)
+        pages = getattr(handle, "partition_pages", None)  # (the server's page listing, since issue 32)
+
+        def paged(encode: Callable[[Any], bytes]) -> int:
+            count = 0
+            for page in pages():
+                encode(page)
+                count += len(page)
+            return count
+
         gc.disable()
         try:
             base, with_location, total, named = cpu_us(listing), cpu_us(located), cpu_us(encoded), cpu_us(names)
+            by_page = {}
+            if pages is not None:
+                by_page["pages_us"] = cpu_us(lambda: paged(codec.page_partitions))
+                by_page["page_names_us"] = cpu_us(lambda: paged(codec.page_names))
         finally:
             gc.enable()
     return {
+        **by_page,
         "listing_us": base,
         "location_us": with_location - base,
         "encoding_us": total - with_location,
@@ -534,6 +556,21 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
                 f"{entry['total_us']:.2f} ({1e6 / entry['total_us']:,.0f} partitions/s; the metastore's share "
                 f"{entry['metastore_share']:.0%}); get_partition_names {entry['names_us']:.2f}"
             )
+            if "pages_us" in entry:
+                lines.append(
+                    f"    the server's page listing: get_partitions {entry['pages_us']:.2f} "
+                    f"({1e6 / entry['pages_us']:,.0f} partitions/s), get_partition_names {entry['page_names_us']:.2f}"
+                )
+    spread = [c for c in run.cells if c.cache != "warm"]
+    if spread:
+        lines += ["", "spread of the cold and Hive calls, ms: median [fastest, slowest]"]
+        for size in [*sizes, *large]:
+            for c in spread:
+                if c.size == size:
+                    lines.append(
+                        f"  {size:>9,} {c.system + ' ' + c.cache:<24} {c.call[:42]:<42} {c.ms:>10,.2f} "
+                        f"[{c.low:,.2f}, {c.high:,.2f}]"
+                    )
     return "\n".join([*lines, *run.notes])
 
 

@@ -1,11 +1,13 @@
 """Cold replies (issue 32, item 2): the partition calls of a server without a reply cache encode the store's pages
-(in Arrow for long ones) instead of `Partition` objects, and a server with a cache keeps replies across writes.
+(in Arrow for long ones) instead of `Partition` objects, and a server with a cache keeps replies across writes that
+can't change them.
 
 The property: after any sequence of adds (some with their own location or parameters) and drops, every partition
 call answers the same bytes from a cold handler (`--cache-mb 0`), a warm one (its reply cache kept across the
-writes) and the oracle: the Thrift runtime's encoding of the partitions the metastore lists as objects, selected in
-Python; and that listing holds exactly the partitions added and not dropped. Both encoders run: Arrow's from pages
-of one partition up (`ARROW_MIN` 1) and the row one (`ARROW_MIN` above every page).
+writes, half of them its own, so replies a write can't change are kept) and the oracle: the Thrift runtime's
+encoding of the partitions the metastore lists as objects, selected in Python; and that listing holds exactly the
+partitions added and not dropped. Both encoders run: Arrow's from pages of one partition up (`ARROW_MIN` 1) and the
+row one (`ARROW_MIN` above every page).
 """
 
 from __future__ import annotations
@@ -67,12 +69,14 @@ class Servers:
         )
         self.call(self.cold, "create_table", table)
         self.url, self.root = url, root
+        self.cached = False
 
-    @staticmethod
-    def call(handler: Handler, method: str, *args: Any) -> Any:
-        """One call as the server makes it; an encoded reply as its bytes."""
+    def call(self, handler: Handler, method: str, *args: Any) -> Any:
+        """One call as the server makes it; an encoded reply as its bytes (`cached`: whether it came from the reply
+        cache)."""
         try:
             result = getattr(handler, method)(*args)
+            self.cached = handler.note.cached
             if isinstance(result, encode.Encoded):
                 return result.head + b"".join(result.rest or ())
             return result
@@ -138,11 +142,14 @@ def _oracle(servers: Servers, keep: Callable[[Partition], bool] | None, limit: i
 
 
 def _apply(servers: Servers, model: dict, op: tuple, step: int) -> None:
+    """One write, through the warm handler (its cache records the step) or the cold one (a step the warm one's cache
+    did not see, as another server's), by turns."""
     kind, arg = op
+    writer = servers.warm if step % 2 else servers.cold
     if kind == "drop":
         if model:
             name = sorted(model)[arg % len(model)]
-            assert servers.call(servers.cold, "drop_partition_by_name", "d", "t", name, False)
+            assert servers.call(writer, "drop_partition_by_name", "d", "t", name, False)
             del model[name]
         return
     parts = []
@@ -151,7 +158,7 @@ def _apply(servers: Servers, model: dict, op: tuple, step: int) -> None:
         params = {"k": str(n)} if extra == "params" else {}
         parts.append(ttypes.Partition(values=[ds, hr], dbName="d", tableName="t", sd=_sd(location), parameters=params))
     request = ttypes.AddPartitionsRequest(dbName="d", tblName="t", parts=parts, ifNotExists=True, needResult=False)
-    servers.call(servers.cold, "add_partitions_req", request)
+    servers.call(writer, "add_partitions_req", request)
     for ds, hr, _ in arg:
         name = f"ds={ds.replace('/', '%2F').replace('=', '%3D').replace('%41', '%2541') or DEFAULT_PARTITION_NAME}"
         model.setdefault(f"{name}/hr={hr}", True)
@@ -189,3 +196,45 @@ def test_cold_replies_equal_warm_ones_and_the_oracle_after_adds_and_drops(backen
         run()
     finally:
         encode.ARROW_MIN = original
+
+
+def test_a_write_keeps_the_replies_it_cannot_change(backend, tmp_path):
+    servers = Servers(backend(), tmp_path)
+    warm, cold = servers.warm, servers.cold
+
+    def add(handler: Handler, ds: str, hr: str = "3") -> None:
+        part = ttypes.Partition(values=[ds, hr], dbName="d", tableName="t", sd=_sd(None), parameters={})
+        servers.call(handler, "add_partitions", [part])
+
+    calls = {
+        "day": ("get_partitions_by_filter", "d", "t", 'ds = "2024-01-01"', -1),
+        "hour": ("get_partitions_by_filter", "d", "t", "hr = 3", -1),
+        "names": ("get_partitions_by_names", "d", "t", ["ds=2024-01-01/hr=3"]),
+        "spec": ("get_partitions_ps", "d", "t", ["2024-01-02", ""], -1),
+        "all": ("get_partition_names", "d", "t", -1),
+    }
+
+    def served() -> dict[str, bool]:
+        """Whether each call came from the warm handler's cache; each reply checked against the cold one's."""
+        out = {}
+        for label, (method, *args) in calls.items():
+            reply = servers.call(warm, method, *args)
+            out[label] = servers.cached
+            assert reply == servers.call(cold, method, *args), label
+        return out
+
+    try:
+        add(warm, "2024-01-01")
+        add(warm, "2024-01-02")
+        served()
+        assert served() == dict.fromkeys(calls, True)
+        add(warm, "2024-01-03")  # in the hour's scope and the whole listing's only
+        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False}
+        add(warm, "2024-01-03", "4")
+        assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": False}
+        assert servers.call(warm, "drop_partition_by_name", "d", "t", "ds=2024-01-02/hr=3", False)
+        assert served() == {"day": True, "hour": False, "names": True, "spec": False, "all": False}
+        add(cold, "2024-01-09")  # a step the warm cache did not see (as another server's write): nothing is kept
+        assert served() == dict.fromkeys(calls, False)
+    finally:
+        servers.close()

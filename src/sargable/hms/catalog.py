@@ -18,6 +18,7 @@ from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectErro
 from sargable.expr import Expr, and_, col, or_
 from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
+from sargable.metastore.catalog import lock_table
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.names import value_from_name
 from sargable.metastore.partitions import Page
@@ -26,6 +27,17 @@ from sargable.types import DataType
 
 ADD_ATTEMPTS = 10
 """Tries of an `if_not_exists` add that loses races to concurrent adds of the same partitions."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one write did to a table's partitions: the version it made, which no other write came between (the
+    table's row was locked from the version before), and the values of the partitions it added or dropped (an
+    encoded reply that can't hold any of them stays valid, `sargable.hms.cache`)."""
+
+    table_id: int
+    version: int
+    values: tuple[tuple[Any, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,7 @@ class NewPartition:
     hive: HivePartition | None = None
 
 
-def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
+def values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
     """Equality on each given value (`__HIVE_DEFAULT_PARTITION__` is IS NULL); with `partial`, '' means any value."""
     keys = table.partition_key_names
     if len(values) > len(keys) or (not partial and len(values) != len(keys)):
@@ -88,6 +100,8 @@ class Catalog:
 
     def __init__(self, metastore: Metastore) -> None:
         self.metastore = metastore
+        self.last_change: Change | None = None
+        """The change the last partition add or drop made, when it was one version step (see `Change`)."""
 
     def close(self) -> None:
         self.metastore.close()
@@ -249,8 +263,9 @@ class Catalog:
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool, make_folders: bool
     ) -> list[Partition]:
         ms = self.metastore
+        self.last_change = None
         with new_folders() as folders, self.transaction():
-            tbl = ms.get_table(database, table)
+            tbl = lock_table(ms.store, database, table)
             new: list[tuple[tuple[Any, ...], NewPartition]] = []
             seen: set[tuple[Any, ...]] = set()
             for p in partitions:
@@ -274,15 +289,17 @@ class Catalog:
                 hive=[p.hive for _, p in new],
             )
             added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
+            change = self._change(tbl, tuple(values for values, _ in new))
             if make_folders:
                 for part in added:
                     folders.make(f"partition {part.name} of {tbl.qualified_name}", part.location)
+        self.last_change = change
         return added
 
     @staticmethod
     def get_partition(table: Table, values: Sequence[str]) -> Partition:
         """The partition with these Hive string values (NoSuchObjectError when it does not exist)."""
-        _values_filter(table.definition, values, partial=False)
+        values_filter(table.definition, values, partial=False)
         found = table.partitions_by_names([list(values)])
         if not found:
             raise NoSuchObjectError(f"partition values={list(values)} of {table.qualified_name} does not exist")
@@ -301,7 +318,7 @@ class Catalog:
     def pages_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Page]:
         """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value), as pages: call inside
         `snapshot()`."""
-        return list(table.partition_pages(_values_filter(table.definition, values, partial=True), limit=max_parts))
+        return list(table.partition_pages(values_filter(table.definition, values, partial=True), limit=max_parts))
 
     @staticmethod
     def pages_by_filter(table: Table, text: str, max_parts: int | None) -> list[Page]:
@@ -319,11 +336,23 @@ class Catalog:
 
     def drop_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
         """Drop one partition by its full values (NoSuchObjectError when it does not exist)."""
-        tbl = self.metastore.get_table(database, table)
-        dropped = self.metastore.drop_partitions(database, table, _values_filter(tbl, values, partial=False))
+        self.last_change = None
+        with self.transaction():
+            tbl = lock_table(self.metastore.store, database, table)
+            dropped = self.metastore.drop_partitions(database, table, values_filter(tbl, values, partial=False))
+            change = self._change(tbl, tuple(p.values for p in dropped))
         if not dropped:
             raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
+        self.last_change = change
         return dropped[0]
+
+    def _change(self, locked: TableDefinition, values: tuple[tuple[Any, ...], ...]) -> Change | None:
+        """The change a write inside this transaction made, the table's row locked at version `locked.version`
+        (None when it made more than one version step, or none)."""
+        after = self.metastore.get_table(locked.database, locked.name)
+        if after.table_id != locked.table_id or after.version != locked.version + 1:
+            return None
+        return Change(locked.table_id, after.version, values)
 
     def alter_partition(self, database: str, table: str, change: NewPartition) -> Partition:
         """Set a partition's location, parameters and Hive fields (those not None)."""

@@ -28,17 +28,19 @@ from sargable.errors import (
     SargableError,
     StoreError,
 )
+from sargable.expr import Expr, bind_filter
+from sargable.expr.evaluate import compile_predicate
 from sargable.hms import locking, statistics
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
-from sargable.hms.cache import CachedReply, ReplyCache
-from sargable.hms.catalog import Catalog, NewPartition
+from sargable.hms.cache import CachedReply, ReplyCache, Scope
+from sargable.hms.catalog import Catalog, NewPartition, values_filter
 from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.pool import CatalogPool
 from sargable.hms.validate import Fields, InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
-from sargable.metastore.partitions import Page, coalesced
+from sargable.metastore.partitions import Page, coalesced, partition_values
 from sargable.store import Store
 
 WRITE_METHODS = frozenset(
@@ -176,6 +178,25 @@ def _pattern(pattern: str | None) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
+def _guarded(scope: Scope) -> Scope:
+    """`scope`, True where it fails (a value it can't compare): unsure is in scope."""
+
+    def within(values: tuple[Any, ...]) -> bool:
+        try:
+            return scope(values)
+        except Exception:  # any failure only costs a cached reply
+            return True
+
+    return within
+
+
+def _filter_scope(table: TableDefinition, text: str | Expr) -> Scope:
+    """Whether a partition satisfies a partition filter (Hive's syntax, or an expression over the keys)."""
+    test = compile_predicate(bind_filter(text, list(table.partition_keys), dialect="hive").expr)
+    names = table.partition_key_names
+    return lambda values: test(dict(zip(names, values, strict=True))) is True
+
+
 PAGE = 2048
 """Partitions per chunk of a streamed listing, at least (about 1 MB): the store's first short pages are joined."""
 
@@ -249,9 +270,10 @@ class Handler(ThriftHiveMetastore.Iface):
         select: Callable[[Table], Sequence[Page]],
         *,
         names: bool = False,
+        scope: Callable[[TableDefinition], Scope] | None = None,
     ) -> Encoded:
         """The partitions (or their names) `select(table)` reads as pages, from one snapshot, cached by table
-        version."""
+        version; with `scope`, which partitions the reply can hold (so writes of others leave it valid)."""
         hit = self._cached(db, table, call)
         if hit is not None:
             return hit
@@ -265,7 +287,7 @@ class Handler(ThriftHiveMetastore.Iface):
         count = sum(map(len, pages))
         payload = list_header(TType.STRING if names else TType.STRUCT, count) + body
         self.note.partitions = count
-        self.cache.put(tbl, call, CachedReply(count, payload))
+        self.cache.put(tbl, call, CachedReply(count, payload), None if scope is None else _guarded(scope(tbl)))
         return Encoded(TType.LIST, payload)
 
     def _listing(self, db: str, table: str, limit: int | None, *, names: bool) -> Encoded:
@@ -511,6 +533,8 @@ class Handler(ThriftHiveMetastore.Iface):
             added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists, make_folders=True)
         except AlreadyExistsError as exc:
             raise ttypes.AlreadyExistsException(message=str(exc)) from None
+        if self.catalog.last_change is not None:
+            self.cache.changed(self.catalog.last_change)
         self.note.partitions = len(added)
         return codec, added
 
@@ -617,6 +641,7 @@ class Handler(ThriftHiveMetastore.Iface):
             call,
             lambda handle: self.catalog.pages_by_values(handle, values, limit),
             names=names,
+            scope=lambda tbl: _filter_scope(tbl, values_filter(tbl, values, partial=True)),
         )
 
     @_hive_api
@@ -648,6 +673,7 @@ class Handler(ThriftHiveMetastore.Iface):
             tbl_name,
             ("filter", filter, limit),
             lambda handle: self.catalog.pages_by_filter(handle, filter, limit),
+            scope=lambda tbl: _filter_scope(tbl, filter),
         )
 
     @_hive_api
@@ -667,6 +693,7 @@ class Handler(ThriftHiveMetastore.Iface):
             tbl_name,
             ("by_names", tuple(wanted)),
             lambda handle: self.catalog.pages_by_names(handle, wanted),
+            scope=lambda tbl: {partition_values(tbl, name) for name in wanted}.__contains__,
         )
 
     @_hive_api
@@ -687,6 +714,8 @@ class Handler(ThriftHiveMetastore.Iface):
             self.catalog.drop_partition(db_name, tbl_name, part_vals)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
+        if self.catalog.last_change is not None:
+            self.cache.changed(self.catalog.last_change)
         self.note.partitions = 1
         return True
 
