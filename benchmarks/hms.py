@@ -369,7 +369,7 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
         if system.startswith("hive"):
             if system == "hive postgresql":
                 database = stack.enter_context(hive_postgres_database(args.postgres))
-                peer = HivePeer(work, extra_conf=postgres_conf(database), classpath=[POSTGRES_JDBC_JAR])
+                peer = HivePeer(work, extra_conf=postgres_conf(database), classpath=[args.jdbc_jar])
             else:
                 peer = HivePeer(work)
             stack.enter_context(peer)
@@ -585,6 +585,13 @@ def main() -> None:
     parser.add_argument("--large-repeat", type=int, default=3)
     parser.add_argument("--spark-repeat", type=int, default=5, help="0: no Spark queries")
     parser.add_argument("--premake-folders", action="store_true", help="make the partition folders before adding")
+    parser.add_argument(
+        "--jdbc-jar",
+        type=Path,
+        default=POSTGRES_JDBC_JAR,
+        help=f"PostgreSQL's JDBC driver for Hive's metastore (default {POSTGRES_JDBC_JAR}, Debian's "
+        "libpostgresql-jdbc-java; any postgresql-42.*.jar, such as one in a Maven repository, works)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here (for benchmarks/plots.py)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -592,6 +599,8 @@ def main() -> None:
     if any(s < 24 * 12 for s in [*sizes, *large]):
         parser.error("every size must be at least 288 (12 days of 24 hours) for the 7-day range")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if "hive postgresql" in systems and not args.jdbc_jar.is_file():
+        parser.error(f"no JDBC driver at {args.jdbc_jar} for Hive's metastore on PostgreSQL: give --jdbc-jar")
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
