@@ -21,7 +21,9 @@ Folders: at the compared sizes (`--sizes`) each server makes every partition's f
 (`--premake-folders` makes them first, so neither does); at the sargable-only sizes (`--sargable-sizes`) the table
 lives under `s3a://`, so no folder is made. A pyspark driver per system times a selective Spark SQL query at the
 compared sizes (`--spark-repeat` runs, median). Peak resident memory (VmHWM) of every server is read after each size.
-Last, for each sargable size, where a cold `get_partitions` spends its CPU (`breakdown`: the metastore's listing,
+With `--ingest SECONDS`, each system's default server also runs readers under ingest (tests/hms_ingest.py: a
+partition added every 100 ms while 4 clients run selective filters, every read checked). Last, for each sargable
+size, where a cold `get_partitions` spends its CPU (`breakdown`: the metastore's listing,
 its formatting of default locations, the server's encoding, as `Partition` objects; and the page listing the server
 uses since issue 32). The spread (fastest and slowest call) of every cold and Hive call is printed after the tables.
 
@@ -58,6 +60,7 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport import TSocket, TTransport
 
 from hive_peer import POSTGRES_JDBC_JAR, HivePeer, postgres_conf
+from hms_ingest import run_ingest
 from hms_server import SargableServe, peak_rss_mb
 from hms_spark import run_sql
 
@@ -250,6 +253,7 @@ class Run:
     answers: dict[tuple[int, str], list]
     notes: list[str]
     breakdown: list[dict[str, Any]]
+    ingest: list[dict[str, Any]]
 
 
 def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
@@ -323,6 +327,38 @@ def measure(
                 )
         for cache, pid in pids.items():
             run.rss.append({"system": system, "cache": cache, "size": size, "peak_mb": peak_rss_mb(pid)})
+
+
+def ingest(
+    system: str, clients: dict[str, Client], servers: dict[str, tuple[int, int]], root: Path, seconds: float, run: Run
+) -> None:
+    """Readers under ingest (tests/hms_ingest.py) on a new table of the system's default server (sargable's with its
+    reply cache): a partition added every 100 ms, 4 clients running selective filters, every read checked."""
+    cache, client = next(iter(clients.items()))
+    location = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db' / 'ingest'}"
+    client.thrift.create_table(
+        ttypes.Table(
+            tableName="ingest",
+            dbName=DB,
+            owner="bench",
+            sd=_sd(location),
+            partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
+            parameters={},
+            tableType="EXTERNAL_TABLE",
+        )
+    )
+
+    def partition(values: tuple[str, str]) -> Any:
+        ds, hr = values
+        return ttypes.Partition(
+            values=[ds, hr], dbName=DB, tableName="ingest", sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+        )
+
+    print(f"  {system}: readers under ingest, {seconds:.0f} s", file=sys.stderr, flush=True)
+    figures = run_ingest(servers[cache][0], DB, "ingest", partition, seconds)
+    if figures["problems"]:
+        raise SystemExit(f"{system}: readers under ingest saw {figures['problems'][:3]}")
+    run.ingest.append({"system": system, **figures})
 
 
 def spark_times(system: str, uri: str, sizes: list[int], root: Path, repeat: int, run: Run) -> None:
@@ -401,6 +437,8 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
                     else "NOT seen in its log"
                 )
             )
+        if args.ingest:
+            ingest(system, clients, servers, root, args.ingest, run)
         if args.spark_repeat and sizes:
             spark_times(system, uri, sizes, work, args.spark_repeat, run)
         if large and system.startswith("sargable"):
@@ -542,6 +580,19 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
                 + f" {_ms(spark.get(SYSTEMS[2])):>10} {_ms(spark.get(SYSTEMS[3])):>9}"
                 + f"{'':>22} {_ratio(spark.get(SYSTEMS[0]), worst):>15} {_ratio(spark.get(SYSTEMS[1]), worst):>15}"
             )
+    if run.ingest:
+        lines += [
+            "",
+            "readers under ingest: a partition added every 100 ms, 4 clients running selective filters (one partition "
+            "or one day), each read checked to hold every partition acknowledged before it began",
+        ]
+        for entry in run.ingest:
+            lines.append(
+                f"  {entry['system']:<20} {entry['seconds']:.0f} s: {entry['adds']:,} adds (p50 "
+                f"{entry['add_p50_ms']:.2f} ms, p99 {entry['add_p99_ms']:.2f} ms), {entry['reads']:,} reads (p50 "
+                f"{entry['read_p50_ms']:.2f} ms, p99 {entry['read_p99_ms']:.2f} ms); no read missed an acknowledged "
+                "partition, none lost"
+            )
     peak: dict[str, float] = {}
     for entry in run.rss:
         key = entry["system"] + ("" if entry["cache"] == "-" else f" ({entry['cache']})")
@@ -584,6 +635,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--large-repeat", type=int, default=3)
     parser.add_argument("--spark-repeat", type=int, default=5, help="0: no Spark queries")
+    parser.add_argument(
+        "--ingest", type=float, default=0, help="seconds of readers under ingest per system (0: none; issue 32: 60)"
+    )
     parser.add_argument("--premake-folders", action="store_true", help="make the partition folders before adding")
     parser.add_argument(
         "--jdbc-jar",
@@ -610,7 +664,7 @@ def main() -> None:
             print(f"no PostgreSQL URL: leaving out {', '.join(left_out)}", file=sys.stderr)
         systems = [s for s in systems if not s.endswith("postgresql")]
 
-    run = Run([], [], [], [], {}, [], [])
+    run = Run([], [], [], [], {}, [], [], [])
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="hms-bench-") as tmp:
         for system in systems:
@@ -635,6 +689,7 @@ def main() -> None:
             "rss": run.rss,
             "notes": run.notes,
             "breakdown": run.breakdown,
+            "ingest": run.ingest,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=1))
