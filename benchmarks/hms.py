@@ -288,6 +288,134 @@ def load_table(client: Client, table: str, location: str, size: int, batch: int)
     return seconds
 
 
+MODEL = "org.apache.hadoop.hive.metastore.model."
+"""The prefix of DataNucleus's sequence names (its SEQUENCE_TABLE) for Hive's model classes."""
+
+
+def _columns(cur: Any, table: str) -> list[str]:
+    cur.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND table_schema = current_schema() "
+        "ORDER BY ordinal_position",
+        (table,),
+    )
+    return [row[0] for row in cur.fetchall()]
+
+
+def _copy_rows(cur: Any, table: str, source: str, where: str, computed: dict[str, str], params: tuple = ()) -> None:
+    """INSERT into `table` one row per row of `source` (a FROM clause holding the alias `t` of the template row of
+    `table`, and `i`), each column `computed`'s SQL or else the template's."""
+    columns = _columns(cur, table)
+    select = ", ".join(computed.get(c, f't."{c}"') for c in columns)
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    cur.execute(f'INSERT INTO "{table}" ({quoted}) SELECT {select} FROM {source} WHERE {where}', params)
+
+
+def hive_sql_load(database_url: str, client: Client, table: str, location: str, size: int) -> float:
+    """Load `bench.<table>`'s partitions straight into Hive's PostgreSQL schema (issue 32, item 1): the table and its
+    first partition through Hive's API (the template), the other `size - 1` by SQL in bulk: rows of PARTITIONS, SDS,
+    SERDES (and their parameters) copied from the template's with their own ids, names, locations and
+    PARTITION_KEY_VALS; then DataNucleus's id sequences moved past them. Seconds taken (the SQL part)."""
+    import psycopg
+
+    client.thrift.create_table(
+        ttypes.Table(
+            tableName=table,
+            dbName=DB,
+            owner="bench",
+            sd=_sd(location),
+            partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
+            parameters={},
+            tableType="EXTERNAL_TABLE",
+        )
+    )
+    ds, hr = _values(1)[0]
+    first = ttypes.Partition(
+        values=[ds, str(hr)], dbName=DB, tableName=table, sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+    )
+    client.thrift.add_partitions([first])
+    started = time.perf_counter()
+    with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        cur.execute(
+            'SELECT p."PART_ID", p."SD_ID", s."SERDE_ID" FROM "PARTITIONS" p JOIN "SDS" s USING ("SD_ID") '
+            'JOIN "TBLS" t USING ("TBL_ID") WHERE t."TBL_NAME" = %s',
+            (table,),
+        )
+        part_id, sd_id, serde_id = cur.fetchone()
+        bases = {}
+        for model, id_table, id_column in (
+            ("MPartition", "PARTITIONS", "PART_ID"),
+            ("MStorageDescriptor", "SDS", "SD_ID"),
+            ("MSerDeInfo", "SERDES", "SERDE_ID"),
+        ):
+            cur.execute('SELECT "NEXT_VAL" FROM "SEQUENCE_TABLE" WHERE "SEQUENCE_NAME" = %s', (MODEL + model,))
+            next_val = (cur.fetchone() or (0,))[0]
+            cur.execute(f'SELECT max("{id_column}") FROM "{id_table}"')
+            bases[model] = max(next_val, cur.fetchone()[0]) + 1000
+            cur.execute(
+                'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = %s WHERE "SEQUENCE_NAME" = %s',
+                (bases[model] + size + 1000, MODEL + model),
+            )
+        n = size - 1
+        series = "generate_series(1, %s) AS i"
+        day = "to_char(date '2024-01-01' + (i / 24), 'YYYY-MM-DD')"
+        hour = "(i %% 24)::text"
+        name = f"'ds=' || {day} || '/hr=' || {hour}"
+        serde, sd, part = (f"{bases[m]} + i" for m in ("MSerDeInfo", "MStorageDescriptor", "MPartition"))
+        _copy_rows(cur, "SERDES", f'"SERDES" t, {series}', f't."SERDE_ID" = {serde_id}', {"SERDE_ID": serde}, (n,))
+        _copy_rows(
+            cur, "SERDE_PARAMS", f'"SERDE_PARAMS" t, {series}', f't."SERDE_ID" = {serde_id}', {"SERDE_ID": serde}, (n,)
+        )
+        _copy_rows(
+            cur,
+            "SDS",
+            f'"SDS" t, {series}',
+            f't."SD_ID" = {sd_id}',
+            {"SD_ID": sd, "SERDE_ID": serde, "LOCATION": f"%s || '/' || {name}"},
+            (location, n),
+        )
+        _copy_rows(cur, "SD_PARAMS", f'"SD_PARAMS" t, {series}', f't."SD_ID" = {sd_id}', {"SD_ID": sd}, (n,))
+        _copy_rows(
+            cur,
+            "PARTITIONS",
+            f'"PARTITIONS" t, {series}',
+            f't."PART_ID" = {part_id}',
+            {"PART_ID": part, "SD_ID": sd, "PART_NAME": name},
+            (n,),
+        )
+        params = f'"PARTITION_PARAMS" t, {series}'
+        _copy_rows(cur, "PARTITION_PARAMS", params, f't."PART_ID" = {part_id}', {"PART_ID": part}, (n,))
+        for index, value in ((0, day), (1, hour)):
+            _copy_rows(
+                cur,
+                "PARTITION_KEY_VALS",
+                f'"PARTITION_KEY_VALS" t, {series}',
+                f't."PART_ID" = {part_id} AND t."INTEGER_IDX" = {index}',
+                {"PART_ID": part, "PART_KEY_VAL": value},
+                (n,),
+            )
+    return time.perf_counter() - started
+
+
+def check_sql_load(client: Client, table: str, size: int) -> None:
+    """Hive returns the SQL-loaded partitions through its API: the count, and a sample of them field by field
+    against the template partition added through the API (all but values, name-derived location, create time)."""
+    names = client.thrift.get_partition_names(DB, table, -1)
+    if len(names) != size:
+        raise SystemExit(f"Hive lists {len(names):,} partitions of {table}, not the {size:,} loaded")
+    step = max(1, size // 7)
+    sample = [f"ds={ds}/hr={hr}" for ds, hr in _values(size)[::step]]
+    template, *loaded = client.thrift.get_partitions_by_names(DB, table, sample)
+    for part in loaded:
+        ds, hr = part.values
+        expected = ttypes.Partition(**vars(template))
+        expected.sd = ttypes.StorageDescriptor(**vars(template.sd))
+        expected.values = [ds, hr]
+        expected.sd.location = template.sd.location.rsplit("/ds=", 1)[0] + f"/ds={ds}/hr={hr}"
+        expected.createTime = part.createTime
+        if part != expected:
+            raise SystemExit(f"Hive's SQL-loaded partition {part.values} differs from the API's: {part} != {expected}")
+
+
 def measure(
     system: str,
     clients: dict[str, Client],
@@ -298,10 +426,13 @@ def measure(
     run: Run,
     *,
     compared: bool,
+    sql_load: str | None = None,
 ) -> None:
-    """Load and time every size on one system (`clients`: cache mode -> client of the server in that mode)."""
+    """Load and time every size on one system (`clients`: cache mode -> client of the server in that mode); with
+    `sql_load` (the URL of Hive's PostgreSQL database), Hive's tables are loaded by SQL (`hive_sql_load`)."""
     loader = next(iter(clients.values()))
-    base = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db'}" if compared else "s3a://bench/bench.db"
+    local = compared or sql_load is not None  # (Hive's metastore can't make an s3a:// table without hadoop-aws)
+    base = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db'}" if local else "s3a://bench/bench.db"
     with suppress(ttypes.AlreadyExistsException):
         loader.thrift.create_database(ttypes.Database(name=DB, locationUri=base, parameters={}))
     for size in sizes:
@@ -311,8 +442,13 @@ def measure(
             for ds, hr in _values(size):
                 (Path(location[len("file:") :]) / f"ds={ds}" / f"hr={hr}").mkdir(parents=True, exist_ok=True)
         print(f"  {system}: {size:,} partitions", file=sys.stderr, flush=True)
-        batches = load_table(loader, table, location, size, args.batch)
-        run.adds.append({"system": system, "size": size, "seconds": sum(batches), "batches": len(batches)})
+        if sql_load is not None:
+            seconds = hive_sql_load(sql_load, loader, table, location, size)
+            check_sql_load(loader, table, size)
+            run.notes.append(f"Hive on PostgreSQL, {size:,} partitions loaded by SQL in {seconds:.1f} s, checked")
+        else:
+            batches = load_table(loader, table, location, size, args.batch)
+            run.adds.append({"system": system, "size": size, "seconds": sum(batches), "batches": len(batches)})
         repeat = args.repeat if compared else args.large_repeat
         for read in reads(size):
             for cache, client in clients.items():
@@ -441,6 +577,9 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
             ingest(system, clients, servers, root, args.ingest, run)
         if args.spark_repeat and sizes:
             spark_times(system, uri, sizes, work, args.spark_repeat, run)
+        if system == "hive postgresql" and args.hive_sql_sizes:
+            hive_sizes = [int(s) for s in args.hive_sql_sizes.split(",") if s]
+            measure(system, clients, pids, hive_sizes, root, args, run, compared=False, sql_load=database)
         if large and system.startswith("sargable"):
             measure(system, clients, pids, large, root, args, run, compared=False)
         if system.startswith("sargable"):
@@ -629,6 +768,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="2400,10000", help="sizes measured on every system")
     parser.add_argument("--sargable-sizes", default="100000,1000000", help="sizes measured on sargable alone")
+    parser.add_argument(
+        "--hive-sql-sizes",
+        default="",
+        help="sizes at which Hive on PostgreSQL is measured too, its partitions loaded by SQL (issue 32); sargable "
+        "measures them as its --sargable-sizes",
+    )
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"any of: {', '.join(SYSTEMS)}")
     parser.add_argument("--postgres", default=os.environ.get("SARGABLE_TEST_POSTGRES_URL"), help="PostgreSQL URL")
     parser.add_argument("--batch", type=int, default=1000)
@@ -664,6 +809,7 @@ def main() -> None:
             print(f"no PostgreSQL URL: leaving out {', '.join(left_out)}", file=sys.stderr)
         systems = [s for s in systems if not s.endswith("postgresql")]
 
+    large += [int(s) for s in args.hive_sql_sizes.split(",") if s and int(s) not in large]
     run = Run([], [], [], [], {}, [], [], [])
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="hms-bench-") as tmp:
