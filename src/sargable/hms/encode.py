@@ -100,12 +100,12 @@ def _constant(data: bytes) -> pa.Scalar:
     return pa.scalar(data, pa.binary())
 
 
-def _prefixed(texts: pa.Array) -> pa.Array:
-    """Each binary value's 4-byte big-endian length, as a binary array of 4-byte values (a Thrift string's head)."""
-    count = len(texts)
-    lengths = pc.binary_length(texts).to_numpy(zero_copy_only=False).astype(">i4")
+def _lengths(lengths: np.ndarray) -> pa.Array:
+    """Each length as 4 big-endian bytes, as a binary array (a Thrift string's head)."""
+    count = len(lengths)
     offsets = np.arange(0, 4 * count + 1, 4, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(lengths.tobytes())])
+    data = lengths.astype(">i4").tobytes()
+    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _data(joined: pa.Array) -> bytes:
@@ -115,11 +115,24 @@ def _data(joined: pa.Array) -> bytes:
     return joined.buffers()[2][start:end].to_pybytes()
 
 
-def _distinct_texts(column: pa.Array, memo: dict) -> pa.Array:
-    """`memo[value]` of each value of an Arrow column, looked up once per distinct value."""
+class _Key(NamedTuple):
+    """One partition key's column of a page, as the pieces a reply splices: each partition's value as a Thrift
+    string (`texts`) and its name segment `KEY=value` (`segments`, with their byte lengths), each looked up in the
+    codec's memos once per distinct value."""
+
+    texts: pa.Array
+    segments: pa.Array
+    segment_lengths: np.ndarray
+
+
+def _key(column: pa.Array, values: dict, segments: dict) -> _Key:
     encoded = pc.dictionary_encode(column, null_encoding="encode")
-    texts = pa.array([memo[value] for value in encoded.dictionary.to_pylist()], pa.binary())
-    return texts.take(encoded.indices)
+    distinct = encoded.dictionary.to_pylist()
+    indices = encoded.indices
+    pieces = [segments[value] for value in distinct]
+    lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))[indices.to_numpy(zero_copy_only=False)]
+    texts = pa.array([values[value] for value in distinct], pa.binary()).take(indices)
+    return _Key(texts, pa.array(pieces, pa.binary()).take(indices), lengths)
 
 
 class Encoded(NamedTuple):
@@ -228,15 +241,15 @@ class TableCodec:
                 )
                 for vals, e in zip(values, explicit, strict=True)
             )
-        columns = value_columns(page)
-        texts = [_distinct_texts(column, memo) for column, memo in zip(columns, self._values, strict=True)]
-        location = pc.binary_join_element_wise(_constant(self._location_prefix), self._arrow_names(columns), _EMPTY)
+        keys = self._keys_of(page)
+        location_lengths = len(self._location_prefix) + self._name_lengths(keys)
         joined = pc.binary_join_element_wise(
             _constant(self._values_head),
-            *texts,
+            *(key.texts for key in keys),
             _constant(self._plain_middle),
-            _prefixed(location),
-            location,
+            _lengths(location_lengths),
+            _constant(self._location_prefix),
+            *self._name_pieces(keys),
             _constant(self._plain_end),
             _EMPTY,
         )
@@ -263,18 +276,30 @@ class TableCodec:
             )
         )
 
-    def _arrow_names(self, columns: list[pa.Array]) -> pa.Array:
-        """Each partition's Hive name (UTF-8 bytes) from its value columns."""
-        segments = [_distinct_texts(column, memo) for column, memo in zip(columns, self._segments, strict=True)]
-        return segments[0] if len(segments) == 1 else pc.binary_join_element_wise(*segments, _SLASH)
+    def _keys_of(self, page: Page) -> list[_Key]:
+        columns = value_columns(page)
+        return [_key(*args) for args in zip(columns, self._values, self._segments, strict=True)]
+
+    @staticmethod
+    def _name_lengths(keys: list[_Key]) -> np.ndarray:
+        """Each partition's name's byte length: its segments and the `/`s between them."""
+        return sum(key.segment_lengths for key in keys) + (len(keys) - 1)
+
+    @staticmethod
+    def _name_pieces(keys: list[_Key]) -> list[Any]:
+        """A name's pieces to join: each key's segments, `/` between them."""
+        pieces: list[Any] = []
+        for i, key in enumerate(keys):
+            pieces += [_SLASH, key.segments] if i else [key.segments]
+        return pieces
 
     def page_names(self, page: Page) -> bytes:
         """The Hive names of a page's partitions as Thrift strings, concatenated."""
         if len(page) < ARROW_MIN or not self._arrow:
             memos, join = self._segments, b"/".join
             return b"".join(string_bytes(join(map(getitem, memos, values))) for values in page.values())
-        names = self._arrow_names(value_columns(page))
-        return _data(pc.binary_join_element_wise(_prefixed(names), names, _EMPTY))
+        keys = self._keys_of(page)
+        return _data(pc.binary_join_element_wise(_lengths(self._name_lengths(keys)), *self._name_pieces(keys), _EMPTY))
 
     def partition(self, part: Partition) -> bytes:
         """One `Partition` struct (fields and stop byte)."""
