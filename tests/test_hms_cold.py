@@ -99,7 +99,10 @@ _adds = st.lists(
     max_size=12,
     unique_by=lambda add: add[:2],
 )
-_ops = st.lists(st.one_of(st.tuples(st.just("add"), _adds), st.tuples(st.just("drop"), st.integers(0, 50))), max_size=6)
+_ops = st.lists(
+    st.one_of(st.tuples(st.just("add"), _adds), st.tuples(st.sampled_from(["drop", "alter"]), st.integers(0, 50))),
+    max_size=6,
+)
 
 
 def _hr(text: str) -> int | None:
@@ -146,6 +149,13 @@ def _apply(servers: Servers, model: dict, op: tuple, step: int) -> None:
     did not see, as another server's), by turns."""
     kind, arg = op
     writer = servers.warm if step % 2 else servers.cold
+    if kind == "alter":
+        if model:
+            name = sorted(model)[arg % len(model)]
+            values = servers.call(writer, "partition_name_to_vals", name)
+            part = ttypes.Partition(values=values, dbName="d", tableName="t", sd=_sd(None), parameters={"n": str(step)})
+            servers.call(writer, "alter_partitions", "d", "t", [part])
+        return
     if kind == "drop":
         if model:
             name = sorted(model)[arg % len(model)]
@@ -232,6 +242,10 @@ def test_a_write_keeps_the_replies_it_cannot_change(backend, tmp_path):
         assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False}
         add(warm, "2024-01-03", "4")
         assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": False}
+        altered = ttypes.Partition(values=["2024-01-03", "3"], dbName="d", tableName="t", sd=_sd(None))
+        altered.parameters = {"k": "v"}
+        servers.call(warm, "alter_partition", "d", "t", altered)  # in the hour's scope only
+        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False}
         assert servers.call(warm, "drop_partition_by_name", "d", "t", "ds=2024-01-02/hr=3", False)
         assert served() == {"day": True, "hour": False, "names": True, "spec": False, "all": False}
         add(cold, "2024-01-09")  # a step the warm cache did not see (as another server's write): nothing is kept

@@ -100,8 +100,9 @@ class Catalog:
 
     def __init__(self, metastore: Metastore) -> None:
         self.metastore = metastore
-        self.last_change: Change | None = None
-        """The change the last partition add or drop made, when it was one version step (see `Change`)."""
+        self.last_changes: list[Change] = []
+        """The version steps the last partition add, drop or alter made (see `Change`; none when they can't be told
+        apart from other writers')."""
 
     def close(self) -> None:
         self.metastore.close()
@@ -263,7 +264,7 @@ class Catalog:
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool, make_folders: bool
     ) -> list[Partition]:
         ms = self.metastore
-        self.last_change = None
+        self.last_changes = []
         with new_folders() as folders, self.transaction():
             tbl = lock_table(ms.store, database, table)
             new: list[tuple[tuple[Any, ...], NewPartition]] = []
@@ -289,11 +290,11 @@ class Catalog:
                 hive=[p.hive for _, p in new],
             )
             added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
-            change = self._change(tbl, tuple(values for values, _ in new))
+            changes = self._changes(tbl, tuple(values for values, _ in new), 1)
             if make_folders:
                 for part in added:
                     folders.make(f"partition {part.name} of {tbl.qualified_name}", part.location)
-        self.last_change = change
+        self.last_changes = changes
         return added
 
     @staticmethod
@@ -336,23 +337,33 @@ class Catalog:
 
     def drop_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
         """Drop one partition by its full values (NoSuchObjectError when it does not exist)."""
-        self.last_change = None
+        self.last_changes = []
         with self.transaction():
             tbl = lock_table(self.metastore.store, database, table)
             dropped = self.metastore.drop_partitions(database, table, values_filter(tbl, values, partial=False))
-            change = self._change(tbl, tuple(p.values for p in dropped))
+            changes = self._changes(tbl, tuple(p.values for p in dropped), 1)
         if not dropped:
             raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
-        self.last_change = change
+        self.last_changes = changes
         return dropped[0]
 
-    def _change(self, locked: TableDefinition, values: tuple[tuple[Any, ...], ...]) -> Change | None:
-        """The change a write inside this transaction made, the table's row locked at version `locked.version`
-        (None when it made more than one version step, or none)."""
+    def _changes(self, locked: TableDefinition, values: tuple[tuple[Any, ...], ...], steps: int) -> list[Change]:
+        """The version steps a write inside this transaction made, the table's row locked at `locked.version`, each
+        with every partition the write changed (none when it did not make exactly `steps` steps)."""
         after = self.metastore.get_table(locked.database, locked.name)
-        if after.table_id != locked.table_id or after.version != locked.version + 1:
-            return None
-        return Change(locked.table_id, after.version, values)
+        if after.table_id != locked.table_id or after.version != locked.version + steps:
+            return []
+        return [Change(locked.table_id, locked.version + step, values) for step in range(1, steps + 1)]
+
+    def alter_partitions(self, database: str, table: str, changes: Sequence[NewPartition]) -> list[Partition]:
+        """Alter partitions in one transaction (`alter_partition` each)."""
+        self.last_changes = []
+        with self.transaction():
+            tbl = lock_table(self.metastore.store, database, table)
+            altered = [self.alter_partition(database, table, change) for change in changes]
+            steps = self._changes(tbl, tuple(p.values for p in altered), len(altered))
+        self.last_changes = steps
+        return altered
 
     def alter_partition(self, database: str, table: str, change: NewPartition) -> Partition:
         """Set a partition's location, parameters and Hive fields (those not None)."""

@@ -250,6 +250,11 @@ class Handler(ThriftHiveMetastore.Iface):
     def _view(self, db: str, table: str) -> TableView:
         return self._codec(db, table).view
 
+    def _changed(self) -> None:
+        """Tell the reply cache which partitions the call's write changed (after its commit)."""
+        for change in self.catalog.last_changes:
+            self.cache.changed(change)
+
     def _one(self, codec: TableCodec, part: Partition) -> Encoded:
         self.note.partitions = 1
         return Encoded(TType.STRUCT, codec.partition(part))
@@ -533,8 +538,7 @@ class Handler(ThriftHiveMetastore.Iface):
             added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists, make_folders=True)
         except AlreadyExistsError as exc:
             raise ttypes.AlreadyExistsException(message=str(exc)) from None
-        if self.catalog.last_change is not None:
-            self.cache.changed(self.catalog.last_change)
+        self._changed()
         self.note.partitions = len(added)
         return codec, added
 
@@ -714,8 +718,7 @@ class Handler(ThriftHiveMetastore.Iface):
             self.catalog.drop_partition(db_name, tbl_name, part_vals)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
-        if self.catalog.last_change is not None:
-            self.cache.changed(self.catalog.last_change)
+        self._changed()
         self.note.partitions = 1
         return True
 
@@ -745,11 +748,10 @@ class Handler(ThriftHiveMetastore.Iface):
         now = int(time.time())
         changes = [view.new_partition(part, now=now) for part in new_parts or []]
         try:
-            with self.catalog.transaction():
-                for change in changes:
-                    self.catalog.alter_partition(db_name, tbl_name, change)
+            self.catalog.alter_partitions(db_name, tbl_name, changes)
         except NoSuchObjectError as exc:
             raise ttypes.InvalidOperationException(message=f"alter is not possible: {exc}") from None
+        self._changed()
         self.note.partitions = len(changes)
 
     @_hive_api
