@@ -5,12 +5,13 @@ metastore's contract), and table ids are never reused. A reply cached under (tab
 read at is therefore exactly what the call returns while the table stays at that version, whichever server or writer
 changed it: each call reads the table's current version first (one point read) and uses the cache when it matches.
 
-A write that does not change what a reply holds leaves it valid (issue 32): the server's own partition adds and drops
-record which partitions each version step changed (`Change`: the step is this write's alone, the table's row locked),
-and a reply cached with a scope (which partitions it can hold: a filter's, a spec's, some names') is still served at
-a newer version when every step since its own is recorded and changed no partition in its scope. A step the cache
-did not see (another server's or writer's, an alter) ends every reply of the table at older versions, as before.
-Whole-table listings have no scope. The whole cache stays under a byte budget (least recently used replies go first).
+A write that does not change what a reply holds leaves it valid (issue 32): the server's own partition adds, drops
+and alters record which partitions each version step changed (`Change`: the step is this write's alone, the table's
+row locked), and a reply cached with a scope (which partitions it can hold: a filter's, a spec's, some names') is
+still served at a newer version when every step since its own is recorded and changed no partition in its scope. A
+step the cache did not see (another server's or writer's, a table alter) ends every reply of the table at older
+versions, as before. Whole-table listings have no scope. The whole cache stays under a byte budget (least recently
+used replies go first).
 """
 
 from __future__ import annotations
