@@ -120,18 +120,19 @@ class _Key(NamedTuple):
     string (`texts`) and its name segment `KEY=value` (`segments`, with their byte lengths), each looked up in the
     codec's memos once per distinct value."""
 
-    texts: pa.Array
+    texts: pa.Array | None
     segments: pa.Array
     segment_lengths: np.ndarray
 
 
-def _key(column: pa.Array, values: dict, segments: dict) -> _Key:
+def _key(column: pa.Array, values: dict | None, segments: dict) -> _Key:
+    """A key's pieces (without `texts` when `values` is None: a listing of names)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     distinct = encoded.dictionary.to_pylist()
     indices = encoded.indices
     pieces = [segments[value] for value in distinct]
     lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))[indices.to_numpy(zero_copy_only=False)]
-    texts = pa.array([values[value] for value in distinct], pa.binary()).take(indices)
+    texts = None if values is None else pa.array([values[value] for value in distinct], pa.binary()).take(indices)
     return _Key(texts, pa.array(pieces, pa.binary()).take(indices), lengths)
 
 
@@ -276,9 +277,9 @@ class TableCodec:
             )
         )
 
-    def _keys_of(self, page: Page) -> list[_Key]:
-        columns = value_columns(page)
-        return [_key(*args) for args in zip(columns, self._values, self._segments, strict=True)]
+    def _keys_of(self, page: Page, *, texts: bool = True) -> list[_Key]:
+        memos = self._values if texts else [None] * len(self.keys)
+        return [_key(*args) for args in zip(value_columns(page), memos, self._segments, strict=True)]
 
     @staticmethod
     def _name_lengths(keys: list[_Key]) -> np.ndarray:
@@ -298,7 +299,7 @@ class TableCodec:
         if len(page) < ARROW_MIN or not self._arrow:
             memos, join = self._segments, b"/".join
             return b"".join(string_bytes(join(map(getitem, memos, values))) for values in page.values())
-        keys = self._keys_of(page)
+        keys = self._keys_of(page, texts=False)
         return _data(pc.binary_join_element_wise(_lengths(self._name_lengths(keys)), *self._name_pieces(keys), _EMPTY))
 
     def partition(self, part: Partition) -> bytes:
