@@ -58,7 +58,8 @@ fuzz: $(VENV)/.installed-test
 	else echo "fuzz: atheris does not install on this Python; the hypothesis run above is the fuzz budget"; fi
 
 # Soak, on both backends: 4 writers x SOAK_SECONDS with 2 readers, 30 random SIGKILLs of a committing writer and 3
-# of a Spark write; then the resource-bounds benchmark at full size (1,000,000-value IN, 10 MB of text, ...).
+# of a Spark write, the HMS server's mixed clients and its readers under ingest (a partition added every 100 ms, 4
+# clients filtering, every read checked to see every acknowledged partition); then the resource-bounds benchmark at full size (1,000,000-value IN, 10 MB of text, ...).
 SOAK_SECONDS ?= 60
 soak: $(VENV)/.installed-test
 	SARGABLE_SOAK=1 SARGABLE_SOAK_SECONDS=$(SOAK_SECONDS) SARGABLE_CRASH_ROUNDS=30 SARGABLE_SPARK_CRASH_ROUNDS=3 \

@@ -21,8 +21,11 @@ Folders: at the compared sizes (`--sizes`) each server makes every partition's f
 (`--premake-folders` makes them first, so neither does); at the sargable-only sizes (`--sargable-sizes`) the table
 lives under `s3a://`, so no folder is made. A pyspark driver per system times a selective Spark SQL query at the
 compared sizes (`--spark-repeat` runs, median). Peak resident memory (VmHWM) of every server is read after each size.
-Last, for each sargable size, where a cold `get_partitions` spends its CPU (`breakdown`: the metastore's listing,
-its formatting of default locations, the server's encoding).
+With `--ingest SECONDS`, each system's default server also runs readers under ingest (tests/hms_ingest.py: a
+partition added every 100 ms while 4 clients run selective filters, every read checked). Last, for each sargable
+size, where a cold `get_partitions` spends its CPU (`breakdown`: the metastore's listing,
+its formatting of default locations, the server's encoding, as `Partition` objects; and the page listing the server
+uses since issue 32). The spread (fastest and slowest call) of every cold and Hive call is printed after the tables.
 
     bash scripts/postgres.sh run -- .venv/bin/python benchmarks/hms.py --json benchmarks/results/hms.json
 
@@ -57,6 +60,7 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport import TSocket, TTransport
 
 from hive_peer import POSTGRES_JDBC_JAR, HivePeer, postgres_conf
+from hms_ingest import run_ingest
 from hms_server import SargableServe, peak_rss_mb
 from hms_spark import run_sql
 
@@ -214,13 +218,13 @@ def _answer(result: list) -> list:
     return sorted(result if result and isinstance(result[0], str) else (values for values, _ in result))
 
 
-def _median_ms(call: Callable[[], Any], repeat: int) -> float:
+def _times_ms(call: Callable[[], Any], repeat: int) -> list[float]:
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
         call()
         times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return times
 
 
 @dataclass
@@ -232,6 +236,10 @@ class Cell:
     call: str
     count: int
     ms: float
+    """The median."""
+    low: float = 0.0
+    high: float = 0.0
+    """The fastest and slowest call (the spread, on a shared machine)."""
 
 
 @dataclass
@@ -245,6 +253,7 @@ class Run:
     answers: dict[tuple[int, str], list]
     notes: list[str]
     breakdown: list[dict[str, Any]]
+    ingest: list[dict[str, Any]]
 
 
 def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
@@ -279,6 +288,134 @@ def load_table(client: Client, table: str, location: str, size: int, batch: int)
     return seconds
 
 
+MODEL = "org.apache.hadoop.hive.metastore.model."
+"""The prefix of DataNucleus's sequence names (its SEQUENCE_TABLE) for Hive's model classes."""
+
+
+def _columns(cur: Any, table: str) -> list[str]:
+    cur.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND table_schema = current_schema() "
+        "ORDER BY ordinal_position",
+        (table,),
+    )
+    return [row[0] for row in cur.fetchall()]
+
+
+def _copy_rows(cur: Any, table: str, source: str, where: str, computed: dict[str, str], params: tuple = ()) -> None:
+    """INSERT into `table` one row per row of `source` (a FROM clause holding the alias `t` of the template row of
+    `table`, and `i`), each column `computed`'s SQL or else the template's."""
+    columns = _columns(cur, table)
+    select = ", ".join(computed.get(c, f't."{c}"') for c in columns)
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    cur.execute(f'INSERT INTO "{table}" ({quoted}) SELECT {select} FROM {source} WHERE {where}', params)
+
+
+def hive_sql_load(database_url: str, client: Client, table: str, location: str, size: int) -> float:
+    """Load `bench.<table>`'s partitions straight into Hive's PostgreSQL schema (issue 32, item 1): the table and its
+    first partition through Hive's API (the template), the other `size - 1` by SQL in bulk: rows of PARTITIONS, SDS,
+    SERDES (and their parameters) copied from the template's with their own ids, names, locations and
+    PARTITION_KEY_VALS; then DataNucleus's id sequences moved past them. Seconds taken (the SQL part)."""
+    import psycopg
+
+    client.thrift.create_table(
+        ttypes.Table(
+            tableName=table,
+            dbName=DB,
+            owner="bench",
+            sd=_sd(location),
+            partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
+            parameters={},
+            tableType="EXTERNAL_TABLE",
+        )
+    )
+    ds, hr = _values(1)[0]
+    first = ttypes.Partition(
+        values=[ds, str(hr)], dbName=DB, tableName=table, sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+    )
+    client.thrift.add_partitions([first])
+    started = time.perf_counter()
+    with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        cur.execute(
+            'SELECT p."PART_ID", p."SD_ID", s."SERDE_ID" FROM "PARTITIONS" p JOIN "SDS" s USING ("SD_ID") '
+            'JOIN "TBLS" t USING ("TBL_ID") WHERE t."TBL_NAME" = %s',
+            (table,),
+        )
+        part_id, sd_id, serde_id = cur.fetchone()
+        bases = {}
+        for model, id_table, id_column in (
+            ("MPartition", "PARTITIONS", "PART_ID"),
+            ("MStorageDescriptor", "SDS", "SD_ID"),
+            ("MSerDeInfo", "SERDES", "SERDE_ID"),
+        ):
+            cur.execute('SELECT "NEXT_VAL" FROM "SEQUENCE_TABLE" WHERE "SEQUENCE_NAME" = %s', (MODEL + model,))
+            next_val = (cur.fetchone() or (0,))[0]
+            cur.execute(f'SELECT max("{id_column}") FROM "{id_table}"')
+            bases[model] = max(next_val, cur.fetchone()[0]) + 1000
+            cur.execute(
+                'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = %s WHERE "SEQUENCE_NAME" = %s',
+                (bases[model] + size + 1000, MODEL + model),
+            )
+        n = size - 1
+        series = "generate_series(1, %s) AS i"
+        day = "to_char(date '2024-01-01' + (i / 24), 'YYYY-MM-DD')"
+        hour = "(i %% 24)::text"
+        name = f"'ds=' || {day} || '/hr=' || {hour}"
+        serde, sd, part = (f"{bases[m]} + i" for m in ("MSerDeInfo", "MStorageDescriptor", "MPartition"))
+        _copy_rows(cur, "SERDES", f'"SERDES" t, {series}', f't."SERDE_ID" = {serde_id}', {"SERDE_ID": serde}, (n,))
+        _copy_rows(
+            cur, "SERDE_PARAMS", f'"SERDE_PARAMS" t, {series}', f't."SERDE_ID" = {serde_id}', {"SERDE_ID": serde}, (n,)
+        )
+        _copy_rows(
+            cur,
+            "SDS",
+            f'"SDS" t, {series}',
+            f't."SD_ID" = {sd_id}',
+            {"SD_ID": sd, "SERDE_ID": serde, "LOCATION": f"%s || '/' || {name}"},
+            (location, n),
+        )
+        _copy_rows(cur, "SD_PARAMS", f'"SD_PARAMS" t, {series}', f't."SD_ID" = {sd_id}', {"SD_ID": sd}, (n,))
+        _copy_rows(
+            cur,
+            "PARTITIONS",
+            f'"PARTITIONS" t, {series}',
+            f't."PART_ID" = {part_id}',
+            {"PART_ID": part, "SD_ID": sd, "PART_NAME": name},
+            (n,),
+        )
+        params = f'"PARTITION_PARAMS" t, {series}'
+        _copy_rows(cur, "PARTITION_PARAMS", params, f't."PART_ID" = {part_id}', {"PART_ID": part}, (n,))
+        for index, value in ((0, day), (1, hour)):
+            _copy_rows(
+                cur,
+                "PARTITION_KEY_VALS",
+                f'"PARTITION_KEY_VALS" t, {series}',
+                f't."PART_ID" = {part_id} AND t."INTEGER_IDX" = {index}',
+                {"PART_ID": part, "PART_KEY_VAL": value},
+                (n,),
+            )
+    return time.perf_counter() - started
+
+
+def check_sql_load(client: Client, table: str, size: int) -> None:
+    """Hive returns the SQL-loaded partitions through its API: the count, and a sample of them field by field
+    against the template partition added through the API (all but values, name-derived location, create time)."""
+    names = client.thrift.get_partition_names(DB, table, -1)
+    if len(names) != size:
+        raise SystemExit(f"Hive lists {len(names):,} partitions of {table}, not the {size:,} loaded")
+    step = max(1, size // 7)
+    sample = [f"ds={ds}/hr={hr}" for ds, hr in _values(size)[::step]]
+    template, *loaded = client.thrift.get_partitions_by_names(DB, table, sample)
+    for part in loaded:
+        ds, hr = part.values
+        expected = ttypes.Partition(**vars(template))
+        expected.sd = ttypes.StorageDescriptor(**vars(template.sd))
+        expected.values = [ds, hr]
+        expected.sd.location = template.sd.location.rsplit("/ds=", 1)[0] + f"/ds={ds}/hr={hr}"
+        expected.createTime = part.createTime
+        if part != expected:
+            raise SystemExit(f"Hive's SQL-loaded partition {part.values} differs from the API's: {part} != {expected}")
+
+
 def measure(
     system: str,
     clients: dict[str, Client],
@@ -289,10 +426,13 @@ def measure(
     run: Run,
     *,
     compared: bool,
+    sql_load: str | None = None,
 ) -> None:
-    """Load and time every size on one system (`clients`: cache mode -> client of the server in that mode)."""
+    """Load and time every size on one system (`clients`: cache mode -> client of the server in that mode); with
+    `sql_load` (the URL of Hive's PostgreSQL database), Hive's tables are loaded by SQL (`hive_sql_load`)."""
     loader = next(iter(clients.values()))
-    base = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db'}" if compared else "s3a://bench/bench.db"
+    local = compared or sql_load is not None  # (Hive's metastore can't make an s3a:// table without hadoop-aws)
+    base = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db'}" if local else "s3a://bench/bench.db"
     with suppress(ttypes.AlreadyExistsException):
         loader.thrift.create_database(ttypes.Database(name=DB, locationUri=base, parameters={}))
     for size in sizes:
@@ -302,8 +442,13 @@ def measure(
             for ds, hr in _values(size):
                 (Path(location[len("file:") :]) / f"ds={ds}" / f"hr={hr}").mkdir(parents=True, exist_ok=True)
         print(f"  {system}: {size:,} partitions", file=sys.stderr, flush=True)
-        batches = load_table(loader, table, location, size, args.batch)
-        run.adds.append({"system": system, "size": size, "seconds": sum(batches), "batches": len(batches)})
+        if sql_load is not None:
+            seconds = hive_sql_load(sql_load, loader, table, location, size)
+            check_sql_load(loader, table, size)
+            run.notes.append(f"Hive on PostgreSQL, {size:,} partitions loaded by SQL in {seconds:.1f} s, checked")
+        else:
+            batches = load_table(loader, table, location, size, args.batch)
+            run.adds.append({"system": system, "size": size, "seconds": sum(batches), "batches": len(batches)})
         repeat = args.repeat if compared else args.large_repeat
         for read in reads(size):
             for cache, client in clients.items():
@@ -312,10 +457,44 @@ def measure(
                 expected = run.answers.setdefault((size, read.label), answer)
                 if answer != expected:
                     raise SystemExit(f"{system} ({cache}) disagrees on {read.label} at {size:,}: {len(answer)} answers")
-                ms = _median_ms(lambda read=read, client=client, table=table: read.call(client, table, False), repeat)
-                run.cells.append(Cell(system, cache, size, read.label, len(result), ms))
+                times = _times_ms(lambda read=read, client=client, table=table: read.call(client, table, False), repeat)
+                run.cells.append(
+                    Cell(system, cache, size, read.label, len(result), statistics.median(times), min(times), max(times))
+                )
         for cache, pid in pids.items():
             run.rss.append({"system": system, "cache": cache, "size": size, "peak_mb": peak_rss_mb(pid)})
+
+
+def ingest(
+    system: str, clients: dict[str, Client], servers: dict[str, tuple[int, int]], root: Path, seconds: float, run: Run
+) -> None:
+    """Readers under ingest (tests/hms_ingest.py) on a new table of the system's default server (sargable's with its
+    reply cache): a partition added every 100 ms, 4 clients running selective filters, every read checked."""
+    cache, client = next(iter(clients.items()))
+    location = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db' / 'ingest'}"
+    client.thrift.create_table(
+        ttypes.Table(
+            tableName="ingest",
+            dbName=DB,
+            owner="bench",
+            sd=_sd(location),
+            partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
+            parameters={},
+            tableType="EXTERNAL_TABLE",
+        )
+    )
+
+    def partition(values: tuple[str, str]) -> Any:
+        ds, hr = values
+        return ttypes.Partition(
+            values=[ds, hr], dbName=DB, tableName="ingest", sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+        )
+
+    print(f"  {system}: readers under ingest, {seconds:.0f} s", file=sys.stderr, flush=True)
+    figures = run_ingest(servers[cache][0], DB, "ingest", partition, seconds)
+    if figures["problems"]:
+        raise SystemExit(f"{system}: readers under ingest saw {figures['problems'][:3]}")
+    run.ingest.append({"system": system, **figures})
 
 
 def spark_times(system: str, uri: str, sizes: list[int], root: Path, repeat: int, run: Run) -> None:
@@ -362,7 +541,7 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
         if system.startswith("hive"):
             if system == "hive postgresql":
                 database = stack.enter_context(hive_postgres_database(args.postgres))
-                peer = HivePeer(work, extra_conf=postgres_conf(database), classpath=[POSTGRES_JDBC_JAR])
+                peer = HivePeer(work, extra_conf=postgres_conf(database), classpath=[args.jdbc_jar])
             else:
                 peer = HivePeer(work)
             stack.enter_context(peer)
@@ -394,8 +573,13 @@ def run_system(system: str, sizes: list[int], large: list[int], root: Path, args
                     else "NOT seen in its log"
                 )
             )
+        if args.ingest:
+            ingest(system, clients, servers, root, args.ingest, run)
         if args.spark_repeat and sizes:
             spark_times(system, uri, sizes, work, args.spark_repeat, run)
+        if system == "hive postgresql" and args.hive_sql_sizes:
+            hive_sizes = [int(s) for s in args.hive_sql_sizes.split(",") if s]
+            measure(system, clients, pids, hive_sizes, root, args, run, compared=False, sql_load=database)
         if large and system.startswith("sargable"):
             measure(system, clients, pids, large, root, args, run, compared=False)
         if system.startswith("sargable"):
@@ -438,12 +622,27 @@ def breakdown(url: str, table: str) -> dict[str, float]:
         def names() -> int:
             return len(codec.names(ms.iter_partitions(DB, table)))
 
+        handle = ms.table(DB, table)
+        pages = getattr(handle, "partition_pages", None)  # (the server's page listing, since issue 32)
+
+        def paged(encode: Callable[[Any], bytes]) -> int:
+            count = 0
+            for page in pages():
+                encode(page)
+                count += len(page)
+            return count
+
         gc.disable()
         try:
             base, with_location, total, named = cpu_us(listing), cpu_us(located), cpu_us(encoded), cpu_us(names)
+            by_page = {}
+            if pages is not None:
+                by_page["pages_us"] = cpu_us(lambda: paged(codec.page_partitions))
+                by_page["page_names_us"] = cpu_us(lambda: paged(codec.page_names))
         finally:
             gc.enable()
     return {
+        **by_page,
         "listing_us": base,
         "location_us": with_location - base,
         "encoding_us": total - with_location,
@@ -520,6 +719,19 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
                 + f" {_ms(spark.get(SYSTEMS[2])):>10} {_ms(spark.get(SYSTEMS[3])):>9}"
                 + f"{'':>22} {_ratio(spark.get(SYSTEMS[0]), worst):>15} {_ratio(spark.get(SYSTEMS[1]), worst):>15}"
             )
+    if run.ingest:
+        lines += [
+            "",
+            "readers under ingest: a partition added every 100 ms, 4 clients running selective filters (one partition "
+            "or one day), each read checked to hold every partition acknowledged before it began",
+        ]
+        for entry in run.ingest:
+            lines.append(
+                f"  {entry['system']:<20} {entry['seconds']:.0f} s: {entry['adds']:,} adds (p50 "
+                f"{entry['add_p50_ms']:.2f} ms, p99 {entry['add_p99_ms']:.2f} ms), {entry['reads']:,} reads (p50 "
+                f"{entry['read_p50_ms']:.2f} ms, p99 {entry['read_p99_ms']:.2f} ms); no read missed an acknowledged "
+                "partition, none lost"
+            )
     peak: dict[str, float] = {}
     for entry in run.rss:
         key = entry["system"] + ("" if entry["cache"] == "-" else f" ({entry['cache']})")
@@ -534,6 +746,21 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
                 f"{entry['total_us']:.2f} ({1e6 / entry['total_us']:,.0f} partitions/s; the metastore's share "
                 f"{entry['metastore_share']:.0%}); get_partition_names {entry['names_us']:.2f}"
             )
+            if "pages_us" in entry:
+                lines.append(
+                    f"    the server's page listing: get_partitions {entry['pages_us']:.2f} "
+                    f"({1e6 / entry['pages_us']:,.0f} partitions/s), get_partition_names {entry['page_names_us']:.2f}"
+                )
+    spread = [c for c in run.cells if c.cache != "warm"]
+    if spread:
+        lines += ["", "spread of the cold and Hive calls, ms: median [fastest, slowest]"]
+        for size in [*sizes, *large]:
+            for c in spread:
+                if c.size == size:
+                    lines.append(
+                        f"  {size:>9,} {c.system + ' ' + c.cache:<24} {c.call[:42]:<42} {c.ms:>10,.2f} "
+                        f"[{c.low:,.2f}, {c.high:,.2f}]"
+                    )
     return "\n".join([*lines, *run.notes])
 
 
@@ -541,13 +768,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="2400,10000", help="sizes measured on every system")
     parser.add_argument("--sargable-sizes", default="100000,1000000", help="sizes measured on sargable alone")
+    parser.add_argument(
+        "--hive-sql-sizes",
+        default="",
+        help="sizes at which Hive on PostgreSQL is measured too, its partitions loaded by SQL (issue 32); sargable "
+        "measures them as its --sargable-sizes",
+    )
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"any of: {', '.join(SYSTEMS)}")
     parser.add_argument("--postgres", default=os.environ.get("SARGABLE_TEST_POSTGRES_URL"), help="PostgreSQL URL")
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--large-repeat", type=int, default=3)
     parser.add_argument("--spark-repeat", type=int, default=5, help="0: no Spark queries")
+    parser.add_argument(
+        "--ingest", type=float, default=0, help="seconds of readers under ingest per system (0: none; issue 32: 60)"
+    )
     parser.add_argument("--premake-folders", action="store_true", help="make the partition folders before adding")
+    parser.add_argument(
+        "--jdbc-jar",
+        type=Path,
+        default=POSTGRES_JDBC_JAR,
+        help=f"PostgreSQL's JDBC driver for Hive's metastore (default {POSTGRES_JDBC_JAR}, Debian's "
+        "libpostgresql-jdbc-java; any postgresql-42.*.jar, such as one in a Maven repository, works)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here (for benchmarks/plots.py)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -555,6 +798,8 @@ def main() -> None:
     if any(s < 24 * 12 for s in [*sizes, *large]):
         parser.error("every size must be at least 288 (12 days of 24 hours) for the 7-day range")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if "hive postgresql" in systems and not args.jdbc_jar.is_file():
+        parser.error(f"no JDBC driver at {args.jdbc_jar} for Hive's metastore on PostgreSQL: give --jdbc-jar")
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
@@ -564,7 +809,8 @@ def main() -> None:
             print(f"no PostgreSQL URL: leaving out {', '.join(left_out)}", file=sys.stderr)
         systems = [s for s in systems if not s.endswith("postgresql")]
 
-    run = Run([], [], [], [], {}, [], [])
+    large += [int(s) for s in args.hive_sql_sizes.split(",") if s and int(s) not in large]
+    run = Run([], [], [], [], {}, [], [], [])
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="hms-bench-") as tmp:
         for system in systems:
@@ -589,6 +835,7 @@ def main() -> None:
             "rss": run.rss,
             "notes": run.notes,
             "breakdown": run.breakdown,
+            "ingest": run.ingest,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(data, indent=1))

@@ -22,6 +22,7 @@ from thrift.Thrift import TMessageType
 from thrift.transport.TTransport import TMemoryBuffer
 
 from sargable.hms.cache import CachedReply, ReplyCache
+from sargable.hms.catalog import Change
 from sargable.hms.convert import TableView
 from sargable.hms.encode import TableCodec, message_header, thrift_bytes
 from sargable.hms.extras import PARTITION_KEY
@@ -150,7 +151,8 @@ _OPS = st.lists(
 
 @given(_OPS, st.integers(0, 120))
 def test_reply_cache_is_never_stale(ops, budget):
-    """A hit is always the latest reply put for that call on exactly that table version; nothing over the budget."""
+    """A hit is always the latest reply put for that call on exactly that table version (no write step recorded
+    here); nothing over the budget."""
     cache = ReplyCache(budget)
     latest: dict[tuple[int, str], tuple[int, bytes]] = {}
     for n, (op, table_id, version, call, size) in enumerate(ops):
@@ -158,7 +160,7 @@ def test_reply_cache_is_never_stale(ops, budget):
         if op == "put":
             payload = bytes([n % 256]) * size
             cache.put(table, call, CachedReply(n, payload))
-            seen = max((v for (t, _), (v, _) in latest.items() if t == table_id), default=-1)
+            seen = latest.get((table_id, call), (-1, b""))[0]
             if version >= seen and size <= budget // 4:
                 latest[(table_id, call)] = (version, payload)
         else:
@@ -168,13 +170,60 @@ def test_reply_cache_is_never_stale(ops, budget):
         assert cache.size <= budget
 
 
-def test_reply_cache_drops_older_versions_and_rebuilds_codecs_on_definition_changes():
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.sampled_from("abc"), st.none() | st.integers(0, 2)),
+        st.tuples(st.just("get"), st.sampled_from("abc"), st.none()),
+        st.tuples(st.just("step"), st.lists(st.integers(0, 5), max_size=3), st.booleans()),
+    ),
+    max_size=40,
+)
+
+
+@given(_STEPS)
+def test_reply_cache_serves_a_reply_at_newer_versions_only_while_no_step_touched_its_scope(ops):
+    """The oracle: a reply put at version v is served at version V when every step v+1..V was recorded and changed no
+    partition in its scope (a reply `k` holds the partitions p with p % 3 == k; None: all); steps not recorded (a
+    write the cache did not see) end every older reply."""
+    cache = ReplyCache(1 << 20)
+    version = 1
+    steps: dict[int, list[int] | None] = {}
+    kept: dict[str, tuple[int, bytes, int | None]] = {}
+    for n, (op, arg, extra) in enumerate(ops):
+        table = _table(1, version)
+        if op == "step":
+            version += 1
+            steps[version] = arg if extra else None
+            if extra:
+                cache.changed(Change(1, version, tuple((v,) for v in arg)))
+        elif op == "put":
+            payload = bytes([n % 256])
+            scope = None if extra is None else (lambda values, k=extra: values[0] % 3 == k)
+            cache.put(table, arg, CachedReply(1, payload), scope)
+            kept[arg] = (version, payload, extra)
+        else:
+            hit = cache.get(table, arg)
+            entry = kept.get(arg)
+            valid = entry is not None and all(
+                steps[v] is not None and entry[2] is not None and not any(x % 3 == entry[2] for x in steps[v])
+                for v in range(entry[0] + 1, version + 1)
+            )
+            assert (hit is not None) == valid
+            if valid:
+                assert hit.payload == entry[1]
+                kept[arg] = (version, entry[1], entry[2])
+            else:
+                kept.pop(arg, None)
+
+
+def test_reply_cache_keeps_the_newest_reply_and_rebuilds_codecs_on_definition_changes():
     cache = ReplyCache(1000)
     cache.put(_table(1, 1), "a", CachedReply(1, b"x"))
-    cache.put(_table(1, 2), "b", CachedReply(1, b"y"))
-    assert cache.get(_table(1, 1), "a") is None and cache.size == 1
+    assert cache.get(_table(1, 2), "a") is None  # a step it did not see: not served at the newer version
+    cache.put(_table(1, 2), "a", CachedReply(1, b"y"))
     cache.put(_table(1, 1), "a", CachedReply(1, b"z"))  # a reader that saw an older version: not kept
-    assert cache.get(_table(1, 1), "a") is None
+    assert cache.get(_table(1, 1), "a") is None and cache.get(_table(1, 2), "a").payload == b"y"
+    assert cache.size == 1
     first = cache.codec(_table(1, 2))
     assert cache.codec(_table(1, 5)) is first  # a new version of the same definition
     changed = dataclasses.replace(_table(1, 5), location="/elsewhere")

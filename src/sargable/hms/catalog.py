@@ -12,20 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, PathError
 from sargable.expr import Expr, and_, col, or_
 from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
+from sargable.metastore.catalog import lock_table
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
 from sargable.metastore.names import value_from_name
+from sargable.metastore.partitions import Page
 from sargable.paths import canonical_location, join_path
 from sargable.types import DataType
 
 ADD_ATTEMPTS = 10
 """Tries of an `if_not_exists` add that loses races to concurrent adds of the same partitions."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one write did to a table's partitions: the version it made, which no other write came between (the
+    table's row was locked from the version before), and the values of the partitions it added or dropped (an
+    encoded reply that can't hold any of them stays valid, `sargable.hms.cache`)."""
+
+    table_id: int
+    version: int
+    values: tuple[tuple[Any, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,7 @@ class NewPartition:
     hive: HivePartition | None = None
 
 
-def _values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
+def values_filter(table: TableDefinition, values: Sequence[str], *, partial: bool) -> Expr:
     """Equality on each given value (`__HIVE_DEFAULT_PARTITION__` is IS NULL); with `partial`, '' means any value."""
     keys = table.partition_key_names
     if len(values) > len(keys) or (not partial and len(values) != len(keys)):
@@ -88,6 +100,9 @@ class Catalog:
 
     def __init__(self, metastore: Metastore) -> None:
         self.metastore = metastore
+        self.last_changes: list[Change] = []
+        """The version steps the last partition add, drop or alter made (see `Change`; none when they can't be told
+        apart from other writers')."""
 
     def close(self) -> None:
         self.metastore.close()
@@ -249,8 +264,9 @@ class Catalog:
         self, database: str, table: str, partitions: Sequence[NewPartition], *, if_not_exists: bool, make_folders: bool
     ) -> list[Partition]:
         ms = self.metastore
+        self.last_changes = []
         with new_folders() as folders, self.transaction():
-            tbl = ms.get_table(database, table)
+            tbl = lock_table(ms.store, database, table)
             new: list[tuple[tuple[Any, ...], NewPartition]] = []
             seen: set[tuple[Any, ...]] = set()
             for p in partitions:
@@ -274,15 +290,17 @@ class Catalog:
                 hive=[p.hive for _, p in new],
             )
             added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
+            changes = self._changes(tbl, tuple(values for values, _ in new), 1)
             if make_folders:
                 for part in added:
                     folders.make(f"partition {part.name} of {tbl.qualified_name}", part.location)
+        self.last_changes = changes
         return added
 
     @staticmethod
     def get_partition(table: Table, values: Sequence[str]) -> Partition:
         """The partition with these Hive string values (NoSuchObjectError when it does not exist)."""
-        _values_filter(table.definition, values, partial=False)
+        values_filter(table.definition, values, partial=False)
         found = table.partitions_by_names([list(values)])
         if not found:
             raise NoSuchObjectError(f"partition values={list(values)} of {table.qualified_name} does not exist")
@@ -293,19 +311,25 @@ class Catalog:
         return table.partitions_by_names(names)
 
     @staticmethod
-    def partitions_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Partition]:
-        """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value)."""
-        return table.partitions(_values_filter(table.definition, values, partial=True), max_parts=max_parts)
+    def pages_by_names(table: Table, names: Iterable[str]) -> list[Page]:
+        """The partitions with these Hive names that exist, as pages, in key order."""
+        return table.partition_pages_by_names(names)
 
     @staticmethod
-    def partitions_by_filter(table: Table, text: str, max_parts: int | None) -> list[Partition]:
-        """Partitions matching a filter in Hive's metastore syntax."""
-        return table.partitions(text, max_parts=max_parts, dialect="hive")
+    def pages_by_values(table: Table, values: Sequence[str], max_parts: int | None) -> list[Page]:
+        """Partitions matching a partial spec (Hive's `_ps` calls: '' is any value), as pages: call inside
+        `snapshot()`."""
+        return list(table.partition_pages(values_filter(table.definition, values, partial=True), limit=max_parts))
 
     @staticmethod
-    def iter_partitions(table: Table, max_parts: int | None) -> Iterator[Partition]:
-        """Every partition (at most `max_parts`), in key order, streamed: call inside `snapshot()`."""
-        return islice(table.iter_partitions(), max_parts)
+    def pages_by_filter(table: Table, text: str, max_parts: int | None) -> list[Page]:
+        """Partitions matching a filter in Hive's metastore syntax, as pages: call inside `snapshot()`."""
+        return list(table.partition_pages(text, limit=max_parts, dialect="hive"))
+
+    @staticmethod
+    def iter_pages(table: Table, max_parts: int | None) -> Iterator[Page]:
+        """Every partition (at most `max_parts`), in key order, as pages streamed: call inside `snapshot()`."""
+        return table.partition_pages(limit=max_parts)
 
     @staticmethod
     def count_partitions(table: Table) -> int:
@@ -313,11 +337,33 @@ class Catalog:
 
     def drop_partition(self, database: str, table: str, values: Sequence[str]) -> Partition:
         """Drop one partition by its full values (NoSuchObjectError when it does not exist)."""
-        tbl = self.metastore.get_table(database, table)
-        dropped = self.metastore.drop_partitions(database, table, _values_filter(tbl, values, partial=False))
+        self.last_changes = []
+        with self.transaction():
+            tbl = lock_table(self.metastore.store, database, table)
+            dropped = self.metastore.drop_partitions(database, table, values_filter(tbl, values, partial=False))
+            changes = self._changes(tbl, tuple(p.values for p in dropped), 1)
         if not dropped:
             raise NoSuchObjectError(f"partition values={list(values)} of {tbl.qualified_name} does not exist")
+        self.last_changes = changes
         return dropped[0]
+
+    def _changes(self, locked: TableDefinition, values: tuple[tuple[Any, ...], ...], steps: int) -> list[Change]:
+        """The version steps a write inside this transaction made, the table's row locked at `locked.version`, each
+        with every partition the write changed (none when it did not make exactly `steps` steps)."""
+        after = self.metastore.get_table(locked.database, locked.name)
+        if after.table_id != locked.table_id or after.version != locked.version + steps:
+            return []
+        return [Change(locked.table_id, locked.version + step, values) for step in range(1, steps + 1)]
+
+    def alter_partitions(self, database: str, table: str, changes: Sequence[NewPartition]) -> list[Partition]:
+        """Alter partitions in one transaction (`alter_partition` each)."""
+        self.last_changes = []
+        with self.transaction():
+            tbl = lock_table(self.metastore.store, database, table)
+            altered = [self.alter_partition(database, table, change) for change in changes]
+            steps = self._changes(tbl, tuple(p.values for p in altered), len(altered))
+        self.last_changes = steps
+        return altered
 
     def alter_partition(self, database: str, table: str, change: NewPartition) -> Partition:
         """Set a partition's location, parameters and Hive fields (those not None)."""

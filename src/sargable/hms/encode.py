@@ -7,6 +7,11 @@ version with the Thrift runtime and splices the variable fields in between, so a
 concatenations; Hive strings of partition values and escaped name segments are memoized per value. The bytes are
 exactly what the Thrift runtime writes for the same `ttypes.Partition` (tests/test_hms_encode.py checks it), and a
 partition with its own storage descriptor is encoded by the runtime itself.
+
+Listings encode the store's pages (`sargable.metastore.partitions.Page`) without a `Partition` object each: a
+partition with the default location is spliced from its values' memoized texts and name segments (its location is
+the table's location, `/`, and its name), and a long page of such partitions is spliced in Arrow, column by column
+(each distinct value of a key formatted once), its bytes taken from the result's data buffer in one piece.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from collections.abc import Generator, Iterable, Mapping
 from operator import getitem
 from typing import Any, NamedTuple
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from thrift.Thrift import TType
 from thrift.transport.TTransport import TMemoryBuffer
 
@@ -23,7 +31,9 @@ from sargable.hms.bindings import TBinaryProtocol, ttypes
 from sargable.hms.convert import TableView, hive_location
 from sargable.hms.extras import partition_fields
 from sargable.metastore import DEFAULT_PARTITION_NAME, Partition
+from sargable.metastore.columnar import value_columns
 from sargable.metastore.names import escape_path_name, value_to_name
+from sargable.metastore.partitions import Page
 from sargable.types import DataType, format_value
 
 _I32 = struct.Struct(">i")
@@ -35,6 +45,14 @@ MEMO_LIMIT = 65536
 """Memoized values per partition key, at most (then the memo starts over): bounds a codec's memory on keys with
 millions of distinct values."""
 STOP = b"\x00"
+ARROW_MIN = 256
+"""Pages of at least this many partitions are spliced in Arrow (its set-up costs some tens of microseconds a page);
+shorter ones row by row."""
+ARROW_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "string", "varchar", "char", "date", "boolean"})
+"""Key types whose Arrow values are the very values the per-row decoder gives (so both paths memoize the same
+texts); a table with a key of another type (decimal, timestamp, float) is encoded row by row."""
+_EMPTY = pa.scalar(b"", pa.binary())
+_SLASH = pa.scalar(b"/", pa.binary())
 
 
 def thrift_bytes(obj: Any) -> bytes:
@@ -47,6 +65,11 @@ def thrift_bytes(obj: Any) -> bytes:
 def string(text: str) -> bytes:
     """A Thrift string: 4-byte length, UTF-8 bytes."""
     data = text.encode()
+    return _pack_i32(len(data)) + data
+
+
+def string_bytes(data: bytes) -> bytes:
+    """A Thrift string of UTF-8 bytes."""
     return _pack_i32(len(data)) + data
 
 
@@ -71,6 +94,46 @@ def string_map(values: Mapping[str, str]) -> bytes:
 def message_header(method: str, kind: int, seqid: int) -> bytes:
     """A strict binary-protocol message header: version and type, method name, sequence id."""
     return struct.pack(">I", VERSION_1 | kind) + string(method) + _pack_i32(seqid)
+
+
+def _constant(data: bytes) -> pa.Scalar:
+    return pa.scalar(data, pa.binary())
+
+
+def _lengths(lengths: np.ndarray) -> pa.Array:
+    """Each length as 4 big-endian bytes, as a binary array (a Thrift string's head)."""
+    count = len(lengths)
+    offsets = np.arange(0, 4 * count + 1, 4, dtype=np.int32)
+    data = lengths.astype(">i4").tobytes()
+    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _data(joined: pa.Array) -> bytes:
+    """The values of a binary array (no NULLs), concatenated: its data buffer between its first and last offset."""
+    offsets = np.frombuffer(joined.buffers()[1], np.int32)
+    start, end = int(offsets[joined.offset]), int(offsets[joined.offset + len(joined)])
+    return joined.buffers()[2][start:end].to_pybytes()
+
+
+class _Key(NamedTuple):
+    """One partition key's column of a page, as the pieces a reply splices: each partition's value as a Thrift
+    string (`texts`) and its name segment `KEY=value` (`segments`, with their byte lengths), each looked up in the
+    codec's memos once per distinct value."""
+
+    texts: pa.Array | None
+    segments: pa.Array
+    segment_lengths: np.ndarray
+
+
+def _key(column: pa.Array, values: dict | None, segments: dict) -> _Key:
+    """A key's pieces (without `texts` when `values` is None: a listing of names)."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    distinct = encoded.dictionary.to_pylist()
+    indices = encoded.indices
+    pieces = [segments[value] for value in distinct]
+    lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))[indices.to_numpy(zero_copy_only=False)]
+    texts = None if values is None else pa.array([values[value] for value in distinct], pa.binary()).take(indices)
+    return _Key(texts, pa.array(pieces, pa.binary()).take(indices), lengths)
 
 
 class Encoded(NamedTuple):
@@ -139,6 +202,11 @@ class TableCodec:
         self._plain_end = self._sd_tail + _NO_PARAMETERS + self._tail
         self._values = [_ValueMemo(dtype) for _, dtype in self.keys]
         self._segments = [_SegmentMemo(name, dtype) for name, dtype in self.keys]
+        base = table.location.rstrip("/") + "/"
+        self._location_prefix = hive_location(base).encode()
+        """A default location's bytes before the partition name (`Partition.location`, as `hive_location` gives it:
+        whether it is local depends on its first character only)."""
+        self._arrow = all(dtype.name in ARROW_TYPES for _, dtype in self.keys)
 
     # ------------------------------------------------------------------------------------------- partitions
 
@@ -158,6 +226,81 @@ class TableCodec:
                 join((head, join(map(getitem, memos, part.values)), middle, _pack_i32(len(location)), location, end))
             )
         return out
+
+    def page_partitions(self, page: Page) -> bytes:
+        """The `Partition` structs of a page of a listing, concatenated: those with the default location and no
+        parameters or Hive fields spliced from memoized texts (in Arrow for a long page), the others as
+        `partitions` encodes them."""
+        explicit = page.explicit()
+        if len(page) < ARROW_MIN or not self._arrow:
+            values = page.values()
+            if explicit is None:
+                return b"".join(map(self._plain, values))
+            return b"".join(
+                self._plain(vals) if e[0] is None and not e[1] and e[2] is None else self._with_parameters(
+                    Partition(page.table, vals, *e)
+                )
+                for vals, e in zip(values, explicit, strict=True)
+            )
+        keys = self._keys_of(page)
+        location_lengths = len(self._location_prefix) + self._name_lengths(keys)
+        joined = pc.binary_join_element_wise(
+            _constant(self._values_head),
+            *(key.texts for key in keys),
+            _constant(self._plain_middle),
+            _lengths(location_lengths),
+            _constant(self._location_prefix),
+            *self._name_pieces(keys),
+            _constant(self._plain_end),
+            _EMPTY,
+        )
+        if explicit is None:
+            return _data(joined)
+        out = joined.to_pylist()
+        for i, (vals, e) in enumerate(zip(page.values(), explicit, strict=True)):
+            if e[0] is not None or e[1] or e[2] is not None:
+                out[i] = self._with_parameters(Partition(page.table, vals, *e))
+        return b"".join(out)
+
+    def _plain(self, values: tuple[Any, ...]) -> bytes:
+        """A partition with the default location and no parameters or Hive fields, from its values."""
+        name = b"/".join(map(getitem, self._segments, values))
+        location = self._location_prefix + name
+        return b"".join(
+            (
+                self._values_head,
+                b"".join(map(getitem, self._values, values)),
+                self._plain_middle,
+                _pack_i32(len(location)),
+                location,
+                self._plain_end,
+            )
+        )
+
+    def _keys_of(self, page: Page, *, texts: bool = True) -> list[_Key]:
+        memos = self._values if texts else [None] * len(self.keys)
+        return [_key(*args) for args in zip(value_columns(page), memos, self._segments, strict=True)]
+
+    @staticmethod
+    def _name_lengths(keys: list[_Key]) -> np.ndarray:
+        """Each partition's name's byte length: its segments and the `/`s between them."""
+        return sum(key.segment_lengths for key in keys) + (len(keys) - 1)
+
+    @staticmethod
+    def _name_pieces(keys: list[_Key]) -> list[Any]:
+        """A name's pieces to join: each key's segments, `/` between them."""
+        pieces: list[Any] = []
+        for i, key in enumerate(keys):
+            pieces += [_SLASH, key.segments] if i else [key.segments]
+        return pieces
+
+    def page_names(self, page: Page) -> bytes:
+        """The Hive names of a page's partitions as Thrift strings, concatenated."""
+        if len(page) < ARROW_MIN or not self._arrow:
+            memos, join = self._segments, b"/".join
+            return b"".join(string_bytes(join(map(getitem, memos, values))) for values in page.values())
+        keys = self._keys_of(page, texts=False)
+        return _data(pc.binary_join_element_wise(_lengths(self._name_lengths(keys)), *self._name_pieces(keys), _EMPTY))
 
     def partition(self, part: Partition) -> bytes:
         """One `Partition` struct (fields and stop byte)."""

@@ -15,7 +15,6 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from itertools import islice
 from typing import Any
 
 from thrift.Thrift import TApplicationException, TException, TType
@@ -29,10 +28,12 @@ from sargable.errors import (
     SargableError,
     StoreError,
 )
+from sargable.expr import Expr, bind_filter
+from sargable.expr.evaluate import compile_predicate
 from sargable.hms import locking, statistics
 from sargable.hms.bindings import ThriftHiveMetastore, ttypes
-from sargable.hms.cache import CachedReply, ReplyCache
-from sargable.hms.catalog import Catalog, NewPartition
+from sargable.hms.cache import CachedReply, ReplyCache, Scope
+from sargable.hms.catalog import Catalog, NewPartition, values_filter
 from sargable.hms.convert import TableView, database, database_fields, table_definition
 from sargable.hms.encode import STOP, Encoded, TableCodec, field, list_header
 from sargable.hms.patterns import name_matcher
@@ -40,6 +41,7 @@ from sargable.hms.pool import CatalogPool
 from sargable.hms.validate import Fields, InvalidObjectError, check_arguments
 from sargable.metastore import Partition, Table, TableDefinition, colstats, locks
 from sargable.metastore.names import parse_partition_name, unescape_path_name
+from sargable.metastore.partitions import Page, coalesced, partition_values
 from sargable.store import Store
 
 WRITE_METHODS = frozenset(
@@ -173,8 +175,27 @@ def _limit(max_parts: int | None) -> int | None:
 DEFAULT_CALL_TIMEOUT = 60.0
 """Seconds a call may run by default (`sargable serve --call-timeout`)."""
 
+def _guarded(scope: Scope) -> Scope:
+    """`scope`, True where it fails (a value it can't compare): unsure is in scope."""
+
+    def within(values: tuple[Any, ...]) -> bool:
+        try:
+            return scope(values)
+        except Exception:  # any failure only costs a cached reply
+            return True
+
+    return within
+
+
+def _filter_scope(table: TableDefinition, text: str | Expr) -> Scope:
+    """Whether a partition satisfies a partition filter (Hive's syntax, or an expression over the keys)."""
+    test = compile_predicate(bind_filter(text, list(table.partition_keys), dialect="hive").expr)
+    names = table.partition_key_names
+    return lambda values: test(dict(zip(names, values, strict=True))) is True
+
+
 PAGE = 2048
-"""Partitions per chunk of a streamed listing (about 1 MB)."""
+"""Partitions per chunk of a streamed listing, at least (about 1 MB): the store's first short pages are joined."""
 
 
 def _table_name(db: str, table: str) -> str:
@@ -235,6 +256,11 @@ class Handler(ThriftHiveMetastore.Iface):
     def _view(self, db: str, table: str) -> TableView:
         return self._codec(db, table).view
 
+    def _changed(self) -> None:
+        """Tell the reply cache which partitions the call's write changed (after its commit)."""
+        for change in self.catalog.last_changes:
+            self.cache.changed(change)
+
     def _one(self, codec: TableCodec, part: Partition) -> Encoded:
         self.note.partitions = 1
         return Encoded(TType.STRUCT, codec.partition(part))
@@ -252,11 +278,13 @@ class Handler(ThriftHiveMetastore.Iface):
         db: str,
         table: str,
         call: Hashable,
-        select: Callable[[Table], Sequence[Partition]],
+        select: Callable[[Table], Sequence[Page]],
         *,
         names: bool = False,
+        scope: Callable[[TableDefinition], Scope] | None = None,
     ) -> Encoded:
-        """The partitions (or their names) `select(table)` reads, from one snapshot, cached by table version."""
+        """The partitions (or their names) `select(table)` reads as pages, from one snapshot, cached by table
+        version; with `scope`, which partitions the reply can hold (so writes of others leave it valid)."""
         hit = self._cached(db, table, call)
         if hit is not None:
             return hit
@@ -264,11 +292,13 @@ class Handler(ThriftHiveMetastore.Iface):
             handle = self.catalog.table(db, table)
             tbl = handle.definition
             codec = self.cache.codec(tbl)
-            parts = select(handle)
-        body = codec.names(parts) if names else codec.partitions(parts)
-        payload = list_header(TType.STRING if names else TType.STRUCT, len(body)) + b"".join(body)
-        self.note.partitions = len(body)
-        self.cache.put(tbl, call, CachedReply(len(body), payload))
+            pages = select(handle)
+        encode = codec.page_names if names else codec.page_partitions
+        body = b"".join(map(encode, pages))
+        count = sum(map(len, pages))
+        payload = list_header(TType.STRING if names else TType.STRUCT, count) + body
+        self.note.partitions = count
+        self.cache.put(tbl, call, CachedReply(count, payload), None if scope is None else _guarded(scope(tbl)))
         return Encoded(TType.LIST, payload)
 
     def _listing(self, db: str, table: str, limit: int | None, *, names: bool) -> Encoded:
@@ -281,8 +311,8 @@ class Handler(ThriftHiveMetastore.Iface):
         return Encoded(TType.LIST, next(stream), stream)
 
     def _stream(self, db: str, table: str, limit: int | None, call: Hashable, *, names: bool) -> Iterator[bytes]:
-        """The list header (its count read in the listing's snapshot), then the encoded partitions a page at a
-        time; kept for the cache while the whole reply fits in it."""
+        """The list header (its count read in the listing's snapshot), then the encoded partitions a store page at a
+        time (pages of at least `PAGE`); kept for the cache while the whole reply fits in it."""
         catalog = self.catalog
         with catalog.snapshot():
             handle = catalog.table(db, table)
@@ -293,14 +323,13 @@ class Handler(ThriftHiveMetastore.Iface):
             self.note.partitions = count
             head = list_header(TType.STRING if names else TType.STRUCT, count)
             yield head
-            encode = codec.names if names else codec.partitions
+            encode = codec.page_names if names else codec.page_partitions
             kept: list[bytes] | None = [head]
             size = len(head)
             listed = 0
-            parts = catalog.iter_partitions(handle, count)
-            while page := list(islice(parts, PAGE)):
+            for page in coalesced(catalog.iter_pages(handle, count), PAGE):
                 listed += len(page)
-                chunk = b"".join(encode(page))
+                chunk = encode(page)
                 size += len(chunk)
                 if kept is not None and size <= self.cache.largest:
                     kept.append(chunk)
@@ -515,6 +544,7 @@ class Handler(ThriftHiveMetastore.Iface):
             added = self.catalog.add_partitions(db, table, new, if_not_exists=if_not_exists, make_folders=True)
         except AlreadyExistsError as exc:
             raise ttypes.AlreadyExistsException(message=str(exc)) from None
+        self._changed()
         self.note.partitions = len(added)
         return codec, added
 
@@ -619,8 +649,9 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             call,
-            lambda handle: self.catalog.partitions_by_values(handle, values, limit),
+            lambda handle: self.catalog.pages_by_values(handle, values, limit),
             names=names,
+            scope=lambda tbl: _filter_scope(tbl, values_filter(tbl, values, partial=True)),
         )
 
     @_hive_api
@@ -651,14 +682,16 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             ("filter", filter, limit),
-            lambda handle: self.catalog.partitions_by_filter(handle, filter, limit),
+            lambda handle: self.catalog.pages_by_filter(handle, filter, limit),
+            scope=lambda tbl: _filter_scope(tbl, filter),
         )
 
     @_hive_api
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         handle = self._handle(db_name, tbl_name)
         self.note.filter = filter
-        count = len(self.catalog.partitions_by_filter(handle, filter, None))
+        with self.catalog.snapshot():
+            count = sum(map(len, self.catalog.pages_by_filter(handle, filter, None)))
         self.note.partitions = count
         return count
 
@@ -669,7 +702,8 @@ class Handler(ThriftHiveMetastore.Iface):
             db_name,
             tbl_name,
             ("by_names", tuple(wanted)),
-            lambda handle: self.catalog.partitions_by_names(handle, wanted),
+            lambda handle: self.catalog.pages_by_names(handle, wanted),
+            scope=lambda tbl: {partition_values(tbl, name) for name in wanted}.__contains__,
         )
 
     @_hive_api
@@ -690,6 +724,7 @@ class Handler(ThriftHiveMetastore.Iface):
             self.catalog.drop_partition(db_name, tbl_name, part_vals)
         except NoSuchObjectError:
             raise ttypes.NoSuchObjectException(message=f"partition values={part_vals}") from None
+        self._changed()
         self.note.partitions = 1
         return True
 
@@ -719,11 +754,10 @@ class Handler(ThriftHiveMetastore.Iface):
         now = int(time.time())
         changes = [view.new_partition(part, now=now) for part in new_parts or []]
         try:
-            with self.catalog.transaction():
-                for change in changes:
-                    self.catalog.alter_partition(db_name, tbl_name, change)
+            self.catalog.alter_partitions(db_name, tbl_name, changes)
         except NoSuchObjectError as exc:
             raise ttypes.InvalidOperationException(message=f"alter is not possible: {exc}") from None
+        self._changed()
         self.note.partitions = len(changes)
 
     @_hive_api

@@ -70,7 +70,7 @@ def record_batch(page: Page) -> pa.RecordBatch:
     """The partitions of one page as a record batch (`batch_schema`)."""
     table = page.table
     schema = batch_schema(table)
-    columns = _value_columns(page)
+    columns = value_columns(page)
     names = _names(table, columns)
     location = pc.binary_join_element_wise(table.location.rstrip("/") + "/", names, "")
     explicit = page.explicit() or ()
@@ -86,7 +86,7 @@ def record_batch(page: Page) -> pa.RecordBatch:
 
 def partition_names(page: Page) -> pa.StringArray:
     """The Hive names of a page's partitions (`Partition.name`); the partition key names must have a UTF-8 form."""
-    return _names(page.table, _value_columns(page))
+    return _names(page.table, value_columns(page))
 
 
 def _names(table: TableDefinition, columns: list[pa.Array]) -> pa.StringArray:
@@ -98,7 +98,7 @@ def _names(table: TableDefinition, columns: list[pa.Array]) -> pa.StringArray:
     return pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
 
 
-def _value_columns(page: Page) -> list[pa.Array]:
+def value_columns(page: Page) -> list[pa.Array]:
     """The page's values as one Arrow array per partition key, in key order."""
     keys = page.table.partition_keys
     decoded = page.decoded_values

@@ -431,13 +431,18 @@ def scan_all(store: Store, table: TableDefinition) -> Iterator[Partition]:
 
 def by_names(store: Store, table: TableDefinition, names: Iterable[Any]) -> list[Partition]:
     """The partitions with these Hive names (or specs) that exist, in key order."""
+    return [part for page in pages_by_names(store, table, names) for part in page.partitions()]
+
+
+def pages_by_names(store: Store, table: TableDefinition, names: Iterable[Any]) -> list[Page]:
+    """The partitions with these Hive names (or specs) that exist, in key order, a page per `BATCH` names."""
     layout = layout_of(table)
     wanted = sorted({encode_key(table, partition_values(table, n), layout) for n in names})
-    out: list[Partition] = []
+    out: list[Page] = []
     for start in range(0, len(wanted), BATCH):
         batch = wanted[start : start + BATCH]
         found = store.multi_get(PARTITIONS, batch)
-        out.extend(_primary_page(table, layout, [(k, found[k]) for k in batch if k in found]).partitions())
+        out.append(_primary_page(table, layout, [(k, found[k]) for k in batch if k in found]))
     return out
 
 

@@ -203,6 +203,19 @@ class Table:
         pages = _limited(self._pages(filter, dialect), _checked_limit(limit))
         return map(record_batch, partition_rows.coalesced(pages, BATCH_ROWS))
 
+    def partition_pages(
+        self, filter: FilterArg | None = None, *, limit: int | None = None, dialect: str = "sql"
+    ) -> Iterator[Page]:
+        """Partitions satisfying `filter` as the store's pages (`sargable.metastore.partitions.Page`: keys and stored
+        values, decoded on demand), in key order, at most `limit` in all: for callers that encode many partitions
+        without a `Partition` object each (the HMS server). Pages read as `iter_partitions` does."""
+        return _limited(self._pages(filter, dialect), _checked_limit(limit))
+
+    def partition_pages_by_names(self, names: Iterable[str]) -> list[Page]:
+        """The partitions with these Hive names that exist, in key order, as pages (see `partition_pages`)."""
+        with self._reading():
+            return partition_rows.pages_by_names(self._store, self.definition, names)
+
     def partitions_arrow(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> pa.Table:
         """The partitions satisfying `filter` as one pyarrow Table (the batches of `partition_batches`), from one
         snapshot."""
