@@ -54,6 +54,9 @@ class TableDefinition:
     hive: HiveTable | DamagedFields | None = None
     """The table's Hive fields (type, owner, times, storage descriptor, columns as written...; see
     `sargable.metastore.hive`), None for a table made without them, `DamagedFields` for ones that don't decode."""
+    widened: tuple[tuple[str, DataType], ...] = ()
+    """Columns and struct fields (lower-case paths, `device.version`) whose type was widened, each with the type it
+    had before its first widening: statistics of files written before are read as that type's values."""
 
     @property
     def qualified_name(self) -> str:
@@ -85,6 +88,8 @@ class TableDefinition:
             raw["files_from_folders"] = True
         if self.hive is not None:
             raw["hive"] = table_raw(self.hive)
+        if self.widened:
+            raw["widened"] = [[n, str(t)] for n, t in self.widened]
         return json.dumps(raw).encode()
 
     @classmethod
@@ -115,6 +120,7 @@ class TableDefinition:
             version=_field(raw, "version", int, minimum=0),
             files_from_folders=folders,
             hive=None if raw.get("hive") is None else table_from_raw(raw["hive"]),
+            widened=_columns(_pairs(raw.get("widened", []), "widened")),
         )
 
 

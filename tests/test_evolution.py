@@ -1,0 +1,239 @@
+"""Schema evolution (issue 30 item 2): `Table.add_columns` / `Table.widen`, `sargable alter`, and Hive's
+`alter_table` through the server, by Hive's and Spark's rules: nullable columns and struct fields added at the end,
+types widened within their family, everything else refused with an error naming the column and both types."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import sargable as sg
+from sargable.cli import main
+from sargable.metastore import Metastore
+from sargable.metastore.evolution import field_path, split_path, widens
+from sargable.types import parse_type
+
+COLUMNS = (("x", "int"), ("f", "float"), ("d", "decimal(10,2)"))
+
+
+def _table(metastore, tmp_path, columns=COLUMNS, keys=(("ds", "string"),), partition=None):
+    metastore.create_database("d")
+    metastore.create_table("d", "t", list(columns), list(keys), str(tmp_path / "t"))
+    table = metastore.table("d", "t")
+    table.add_files([sg.FileStats(str(tmp_path / "t/ds=a/a.parquet"), 3, 30, partition=partition or {"ds": "a"})])
+    return table
+
+
+WIDENINGS = [
+    ("tinyint", "smallint"),
+    ("tinyint", "bigint"),
+    ("smallint", "int"),
+    ("int", "bigint"),
+    ("float", "double"),
+    ("decimal(10,2)", "decimal(12,2)"),
+    ("decimal(10,2)", "decimal(12,4)"),
+    ("varchar(5)", "varchar(9)"),
+    ("varchar(5)", "string"),
+    ("char(3)", "string"),
+    ("struct<a:int>", "struct<a:bigint,b:string>"),
+    ("array<int>", "array<bigint>"),
+    ("map<string,float>", "map<string,double>"),
+]
+REFUSED = [
+    ("bigint", "int"),
+    ("int", "smallint"),
+    ("double", "float"),
+    ("int", "double"),
+    ("int", "string"),
+    ("string", "int"),
+    ("decimal(10,2)", "decimal(9,2)"),
+    ("decimal(10,2)", "decimal(10,3)"),
+    ("decimal(10,2)", "decimal(12,1)"),
+    ("date", "timestamp"),
+    ("varchar(9)", "varchar(5)"),
+    ("string", "varchar(5)"),
+    ("struct<a:int,b:int>", "struct<a:int>"),
+    ("struct<a:int,b:int>", "struct<b:int,a:int>"),
+    ("map<int,int>", "map<bigint,int>"),
+    ("array<int>", "int"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), WIDENINGS)
+def test_widenings_allowed(old, new):
+    assert widens(parse_type(old), parse_type(new))
+
+
+@pytest.mark.parametrize(("old", "new"), REFUSED)
+def test_narrowing_and_cross_family_refused(old, new):
+    assert not widens(parse_type(old), parse_type(new))
+
+
+_name = st.text(st.sampled_from("ab.`c_"), min_size=1, max_size=4)
+
+
+@given(st.lists(_name, min_size=1, max_size=4))
+def test_column_paths_round_trip(parts):
+    assert split_path(field_path(parts)) == parts
+
+
+def test_add_columns_and_nested_fields(metastore, tmp_path):
+    table = _table(metastore, tmp_path)
+    table = table.add_columns([("device", "struct<os:string,version:string>"), ("tags", "array<string>")])
+    table = table.add_columns([("device.model", "string")])
+    assert dict(table.columns)["device"] == parse_type("struct<os:string,version:string,model:string>")
+    assert metastore.table("d", "t").columns == table.columns
+    with pytest.raises(sg.SchemaChangeError, match="exists already"):
+        table.add_columns([("X", "int")])
+    with pytest.raises(sg.SchemaChangeError, match="already has a field 'os'"):
+        table.add_columns([("device.os", "int")])
+    with pytest.raises(sg.SchemaChangeError, match="'tags' is array<string>, not a struct"):
+        table.add_columns([("tags.n", "int")])
+    with pytest.raises(sg.SchemaChangeError, match="no column 'nope'"):
+        table.add_columns([("nope.n", "int")])
+    assert [f.path for f in table.scan("device IS NULL").files] == [str(tmp_path / "t/ds=a/a.parquet")]
+
+
+@pytest.mark.parametrize(
+    ("column", "new", "expected"),
+    [("x", "bigint", "bigint"), ("f", "double", "double"), ("d", "decimal(14,4)", "decimal(14,4)")],
+)
+def test_widen_records_the_old_type(metastore, tmp_path, column, new, expected):
+    table = _table(metastore, tmp_path)
+    old = dict(table.columns)[column]
+    version = table.refresh().version
+    table = table.widen(column, new)
+    assert str(dict(table.columns)[column]) == expected
+    assert table.version == version + 1
+    assert dict(metastore.table("d", "t").definition.widened) == {column: old}
+    assert dict(table.widen(column, new).definition.widened) == {column: old}, "the first old type is kept"
+
+
+@pytest.mark.parametrize(
+    ("column", "new"),
+    [("x", "smallint"), ("x", "string"), ("x", "double"), ("f", "decimal(10,2)"), ("d", "decimal(10,3)"), ("f", "int")],
+)
+def test_widen_refuses_narrowing_and_other_families(metastore, tmp_path, column, new):
+    table = _table(metastore, tmp_path)
+    old = dict(table.columns)[column]
+    with pytest.raises(sg.SchemaChangeError, match=re.escape(f"column {column!r} can't change from {old} to {new}")):
+        table.widen(column, new)
+    assert metastore.table("d", "t").columns == table.columns, "nothing changed"
+
+
+def test_widen_nested_field(metastore, tmp_path):
+    table = _table(metastore, tmp_path, columns=[("device", "struct<os:string,n:struct<v:int>>")])
+    table = table.widen("device.n.v", "bigint")
+    assert str(dict(table.columns)["device"]) == "struct<os:string,n:struct<v:bigint>>"
+    assert dict(table.definition.widened) == {"device.n.v": parse_type("int")}
+    with pytest.raises(sg.SchemaChangeError, match=re.escape("'device.os' can't change from string to int")):
+        table.widen("device.os", "int")
+    with pytest.raises(sg.SchemaChangeError, match="widen its fields one by one"):
+        table.widen("device", "struct<os:string>")
+
+
+def test_partition_keys_widen_only_where_their_encoding_stays(metastore, tmp_path):
+    keys = [("ds", "varchar(10)"), ("hr", "int")]
+    table = _table(metastore, tmp_path, keys=keys, partition={"ds": "a", "hr": 1})
+    with pytest.raises(sg.SchemaChangeError, match="partition key 'hr' can't change from int to bigint"):
+        table.widen("hr", "bigint")
+    table = table.widen("ds", "string")
+    assert dict(table.partition_keys)["ds"] == parse_type("string")
+    table.add_partitions([{"ds": "b", "hr": 2}])
+    assert [p.name for p in table.partitions("ds >= 'a'")] == ["ds=a/hr=1", "ds=b/hr=2"]
+    assert [f.path for f in table.scan("ds = 'a' and hr = 1").files] == [str(tmp_path / "t/ds=a/a.parquet")]
+
+
+def test_alter_table_with_files_follows_the_rules(metastore, tmp_path):
+    _table(metastore, tmp_path)
+    with pytest.raises(sg.SchemaChangeError, match="'x' can't change from int to string"):
+        metastore.alter_table("d", "t", columns=[("x", "string"), ("f", "float"), ("d", "decimal(10,2)")])
+    new = metastore.alter_table("d", "t", columns=[("x", "bigint"), ("f", "double"), ("d", "decimal(10,2)")])
+    assert dict(new.widened) == {"x": parse_type("int"), "f": parse_type("float")}
+    with pytest.raises(sg.SchemaChangeError, match="can't be dropped"):
+        metastore.alter_table("d", "t", columns=[("x", "bigint")])
+
+
+# ------------------------------------------------------------------------------- the command line and the server
+
+
+def test_sargable_alter_on_the_command_line(capsys, metastore, metastore_url, tmp_path):
+    _table(metastore, tmp_path)
+    argv = ["--metastore", metastore_url, "alter", "d.t", "--json"]
+    add = "device struct<os:string,version:string>, props map<string,string>"
+    assert main([*argv, "--add-columns", add, "--widen", "x:bigint", "--widen", "d:decimal(12,2)"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    expected = "x bigint, f float, d decimal(12,2), device struct<os:string,version:string>, props map<string,string>"
+    assert row["columns"] == expected
+    assert ", ".join(f"{n} {t}" for n, t in metastore.table("d", "t").columns) == expected
+    assert main([*argv, "--add-columns", "device.model string"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--widen", "x:int"]) == 1
+    assert "column 'x' can't change from bigint to int" in capsys.readouterr().err
+    assert main([*argv, "--widen", "x"]) == 1
+    assert "COLUMN:TYPE" in capsys.readouterr().err
+    assert str(dict(metastore.table("d", "t").columns)["x"]) == "bigint"
+
+
+def _thrift_table(handler, name):
+    """The table of a `get_table` reply's bytes, as a client decodes them."""
+    from pymetastore.hive_metastore import ttypes
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.transport.TTransport import TMemoryBuffer
+
+    encoded = handler.get_table("d", name)
+    handler.end_call()
+    table = ttypes.Table()
+    table.read(TBinaryProtocol(TMemoryBuffer(bytes(encoded.head))))
+    return table
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "allowed"),
+    [
+        ("int", "bigint", True),
+        ("float", "double", True),
+        ("decimal(10,2)", "decimal(20,4)", True),
+        ("struct<os:string>", "struct<os:string,version:string>", True),
+        ("bigint", "int", False),
+        ("int", "string", False),
+        ("decimal(10,2)", "decimal(10,4)", False),
+    ],
+)
+def test_hive_change_column_through_the_server(metastore_url, tmp_path, old, new, allowed):
+    """Hive's `ALTER TABLE t CHANGE COLUMN c c NEW` sends `alter_table` with the new columns: a widening is
+    taken, anything else is Hive's InvalidOperationException naming the column and both types."""
+    pytest.importorskip("pymetastore")
+    from pymetastore.hive_metastore import ttypes
+
+    from sargable.hms.catalog import Catalog
+    from sargable.hms.handler import Handler
+    from sargable.hms.pool import CatalogPool
+
+    with Metastore.open(metastore_url, warehouse=tmp_path / "w") as ms:
+        ms.create_database("d")
+        ms.create_table("d", "t", [("c", old)], [("ds", "string")], str(tmp_path / "t"))
+        ms.table("d", "t").add_files([sg.FileStats(str(tmp_path / "t/ds=a/a.parquet"), 3, 30, partition={"ds": "a"})])
+    pool = CatalogPool(lambda: Catalog(Metastore.open(metastore_url, warehouse=tmp_path / "w")), 1)
+    handler = Handler(pool)
+    try:
+        table = _thrift_table(handler, "t")
+        table.sd.cols = [ttypes.FieldSchema("c", new, None)]
+        if allowed:
+            handler.alter_table("d", "t", table)
+        else:
+            with pytest.raises(ttypes.InvalidOperationException, match=re.escape(f"'c' can't change from {old}")):
+                handler.alter_table("d", "t", table)
+        handler.end_call()
+        assert [t.type for t in _thrift_table(handler, "t").sd.cols] == [new if allowed else old]
+        key = _thrift_table(handler, "t")
+        key.partitionKeys = [ttypes.FieldSchema("ds", "int", None)]
+        with pytest.raises(ttypes.InvalidOperationException, match="partition key 'ds' can't change"):
+            handler.alter_table("d", "t", key)
+        handler.end_call()
+    finally:
+        pool.close()
