@@ -43,6 +43,7 @@ _COMMON_TAIL = r"""
     | (?P<op>[<>=!]+)
     | (?P<punct>[(),-])
     | (?P<open>['"`])
+    | (?P<dot>\.(?=[A-Za-z_`]))
     | (?P<end>\Z)
     | (?P<other>.)
     )"""

@@ -99,9 +99,9 @@ def alter_table(
         with store.transaction():
             lock_catalog(store)
             table = lock_table(store, old.database, old.name)
-            widened = table.widened
+            widened, added = table.widened, table.added
             if cols is not None or keys is not None:
-                widened = _check_columns(store, table, table.columns if cols is None else cols, keys)
+                widened, added = _check_columns(store, table, table.columns if cols is None else cols, keys)
             if target != table.name and store.get(CATALOG, table_key(table.database, target)) is not None:
                 raise AlreadyExistsError(f"table {table.database}.{target} already exists")
             new_location = table.location if where is None else where
@@ -121,6 +121,7 @@ def alter_table(
                 columns=table.columns if cols is None else cols,
                 partition_keys=table.partition_keys if keys is None else keys,
                 widened=widened,
+                added=added,
                 location=new_location,
                 properties=table.properties if props is None else props,
                 hive=table.hive if hive is None else hive,
@@ -151,13 +152,14 @@ def change_columns(
     keys = None if partition_keys is None else check_columns("partition keys", partition_keys)
     with store.transaction():
         locked = lock_table(store, table.database, table.name, validated=table)
-        widened = _check_columns(store, locked, cols, keys)
+        widened, added = _check_columns(store, locked, cols, keys)
         return bump(
             store,
             locked,
             columns=cols,
             partition_keys=locked.partition_keys if keys is None else keys,
             widened=widened,
+            added=added,
         )
 
 
@@ -166,9 +168,9 @@ def _check_columns(
     table: TableDefinition,
     columns: tuple[tuple[str, DataType], ...],
     keys: tuple[tuple[str, DataType], ...] | None,
-) -> tuple[tuple[str, DataType], ...]:
+) -> tuple[tuple[tuple[str, DataType], ...], tuple[tuple[str, int], ...]]:
     """Refuse a column change that files' statistics or the partition keys don't allow (see the module docstring);
-    returns the table's widened columns with the ones this change widens."""
+    returns the table's `widened` and `added` with what this change widens and adds (when it lists files)."""
     if keys is not None:
         evolution.check_keys(table.qualified_name, table.partition_keys, keys)
     names = {n.lower() for n, _ in (table.partition_keys if keys is None else keys)}
@@ -177,15 +179,17 @@ def _check_columns(
         if column.lower() in names or column.lower() in seen:
             raise MetastoreError(f"table {table.qualified_name}: column {column!r} appears twice")
         seen.add(column.lower())
-    if columns[: len(table.columns)] == table.columns:
-        return table.widened
+    if columns == table.columns:
+        return table.widened, table.added
     if next(iter(store.scan(FILES, *key_range(layout_of(table).prefix), limit=1)), None) is None:
-        return table.widened
+        return table.widened, table.added
     evolution.check_columns(table.qualified_name, table.columns, columns)
     known = {path for path, _ in table.widened}
-    return table.widened + tuple(
+    widened = table.widened + tuple(
         (path, dtype) for path, dtype in evolution.widenings(table.columns, columns) if path not in known
     )
+    added = table.added + tuple((path, table.version + 1) for path in evolution.additions(table.columns, columns))
+    return widened, added
 
 
 def _check_move(table: TableDefinition, location: str) -> None:

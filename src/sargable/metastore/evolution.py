@@ -18,64 +18,13 @@ with dots (`device.os`); a name holding a dot or a backquote is backquoted (`` `
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 
 from sargable.errors import SchemaChangeError
-from sargable.types import INTEGER_RANGES, DataType, parse_type
+from sargable.types import INTEGER_RANGES, DataType, field_path, field_type, parse_type, split_path, struct_leaves
 
 Columns = tuple[tuple[str, DataType], ...]
 _RANK = {name: rank for rank, name in enumerate(INTEGER_RANGES)}
-_PART = re.compile(r"`((?:[^`]|``)+)`|([^.`]+)")
-
-
-def split_path(path: str) -> list[str]:
-    """The names along a column path: `device.os` -> ['device', 'os'], `` `a.b`.c `` -> ['a.b', 'c']."""
-    parts: list[str] = []
-    at = 0
-    while True:
-        match = _PART.match(path, at)
-        if match is None:
-            raise SchemaChangeError(f"bad column path {path!r}: names are joined by dots, odd ones backquoted")
-        parts.append(match[1].replace("``", "`") if match[1] is not None else match[2])
-        at = match.end()
-        if at == len(path):
-            return parts
-        if path[at] != ".":
-            raise SchemaChangeError(f"bad column path {path!r} at position {at}: expected '.'")
-        at += 1
-
-
-def field_path(parts: Sequence[str]) -> str:
-    """The path of nested names, the inverse of `split_path`."""
-    return ".".join(p if "." not in p and "`" not in p else "`" + p.replace("`", "``") + "`" for p in parts)
-
-
-def leaf_fields(name: str, dtype: DataType) -> Iterator[tuple[str, DataType]]:
-    """The primitive fields reached through structs only (`device.os`), with their paths; none for a column that is
-    not a struct (an array's or a map's elements have no per-file statistics of their own)."""
-    if dtype.name != "struct":
-        return
-    stack = [([name], dtype)]
-    while stack:
-        parts, struct = stack.pop()
-        for field, child in reversed(list(zip(struct.field_names, struct.children, strict=True))):
-            if child.name == "struct":
-                stack.append(([*parts, field], child))
-            elif child.is_orderable:
-                yield field_path([*parts, field]), child
-
-
-def nested_type(columns: Sequence[tuple[str, DataType]], path: str) -> DataType | None:
-    """The type of a column or struct field by path (names compared ignoring case), or None when there is none."""
-    parts = split_path(path)
-    types = {n.lower(): t for n, t in columns}
-    dtype = types.get(parts[0].lower())
-    for part in parts[1:]:
-        if dtype is None or dtype.name != "struct":
-            return None
-        dtype = {n.lower(): t for n, t in zip(dtype.field_names, dtype.children, strict=True)}.get(part.lower())
-    return dtype
 
 
 def widens(old: DataType, new: DataType) -> bool:
@@ -108,6 +57,22 @@ def widens(old: DataType, new: DataType) -> bool:
     return False
 
 
+def additions(old: Columns, new: Columns) -> list[str]:
+    """The paths (lower case) of the columns and struct fields `new` has and `old` hasn't, structs' fields included."""
+    before = set(_paths(old))
+    return [path for path in _paths(new) if path not in before]
+
+
+def _paths(columns: Columns) -> Iterator[str]:
+    stack = [([name], dtype) for name, dtype in reversed(columns)]
+    while stack:
+        parts, dtype = stack.pop()
+        yield field_path(parts).lower()
+        if dtype.name == "struct":
+            fields = list(zip(dtype.field_names, dtype.children, strict=True))
+            stack.extend(([*parts, n], t) for n, t in reversed(fields))
+
+
 def widenings(old: Columns, new: Columns) -> list[tuple[str, DataType]]:
     """The primitive columns and struct fields (by path) whose type `new` widens, with their type in `old`."""
     before = dict(_primitives(old))
@@ -118,7 +83,7 @@ def _primitives(columns: Columns) -> Iterator[tuple[str, DataType]]:
     for name, dtype in columns:
         if dtype.is_orderable:
             yield field_path([name]).lower(), dtype
-        for path, leaf in leaf_fields(field_path([name]), dtype):
+        for path, leaf in struct_leaves(field_path([name]), dtype):
             yield path.lower(), leaf
 
 
@@ -185,7 +150,7 @@ def widen_column(table: str, columns: Columns, path: str, new_type: str | DataTy
     """The columns with the column or struct field at `path` given `new_type`, which must widen its type."""
     dtype = parse_type(new_type)
     parts = split_path(path)
-    old = nested_type(columns, path)
+    old = field_type(columns, path)
     if old is None:
         raise SchemaChangeError(f"table {table}: no column {path!r} to widen")
     if not widens(old, dtype) or old.is_complex:
