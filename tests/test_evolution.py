@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -237,3 +240,91 @@ def test_hive_change_column_through_the_server(metastore_url, tmp_path, old, new
         handler.end_call()
     finally:
         pool.close()
+
+
+# ----------------------------------------------------------------------- skipping through schema changes (item 3)
+
+
+def _parquet(path, columns: dict, schema: pa.Schema) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns, schema=schema), path)
+    return str(path)
+
+
+def _register(table, path: str, partition: dict) -> None:
+    table.refresh().add_files([sg.stats_from_parquet(path, table.refresh().schema, partition=partition)])
+
+
+def _kept(table, where: str) -> list[str]:
+    return sorted(Path(f.path).name for f in table.refresh().scan(where).files)
+
+
+def test_files_written_before_a_column_was_added_read_it_as_all_null(metastore, tmp_path):
+    metastore.create_database("d")
+    metastore.create_table("d", "t", [("x", "int")], [("ds", "string")], str(tmp_path / "t"))
+    table = metastore.table("d", "t")
+    old = _parquet(tmp_path / "t/ds=a/old.parquet", {"x": [1, 2]}, pa.schema([("x", pa.int32())]))
+    _register(table, old, {"ds": "a"})
+    table = table.refresh().add_columns([("c", "int"), ("device", "struct<os:string>")])
+    new = _parquet(
+        tmp_path / "t/ds=a/new.parquet",
+        {"x": [3], "c": [5], "device": [{"os": "ios"}]},
+        pa.schema([("x", pa.int32()), ("c", pa.int32()), ("device", pa.struct([("os", pa.string())]))]),
+    )
+    _register(table, new, {"ds": "a"})
+    bare = sg.FileStats(str(tmp_path / "t/ds=a/bare.parquet"), 4, 40, partition={"ds": "a"})
+    table.refresh().add_files([bare])  # registered after the add, without statistics: unknown, always kept
+    assert _kept(table, "c = 5") == ["bare.parquet", "new.parquet"]
+    assert _kept(table, "c IS NULL") == ["bare.parquet", "old.parquet"]
+    assert _kept(table, "device.os = 'ios'") == ["bare.parquet", "new.parquet"]
+    assert _kept(table, "device.os IS NULL") == ["bare.parquet", "old.parquet"]
+    assert _kept(table, "x = 1") == ["bare.parquet", "old.parquet"]
+    table = table.refresh().add_columns([("device.version", "string")])
+    assert _kept(table, "device.version = '17'") == [], "every file was registered before the field was added"
+    assert _kept(table, "device.version IS NULL") == ["bare.parquet", "new.parquet", "old.parquet"]
+    assert _kept(table, "device.os = 'ios'") == ["bare.parquet", "new.parquet"], "an old field keeps its statistics"
+
+
+def test_a_float_widened_to_double_keeps_files_whose_single_exceeds_the_literal(metastore, tmp_path):
+    """The footer's 0.1f is 0.10000000149011612 as a double, which `f > 0.1` holds: the file must stay."""
+    metastore.create_database("d")
+    metastore.create_table("d", "t", [("f", "float"), ("n", "int")], [("ds", "string")], str(tmp_path / "t"))
+    table = metastore.table("d", "t")
+    schema = pa.schema([("f", pa.float32()), ("n", pa.int32())])
+    path = _parquet(tmp_path / "t/ds=a/a.parquet", {"f": [0.1], "n": [7]}, schema)
+    _register(table, path, {"ds": "a"})
+    table = table.refresh().widen("f", "double").widen("n", "bigint")
+    (value,) = pq.read_table(path).column("f").cast(pa.float64()).to_pylist()
+    assert value > 0.1, "what a reader of the widened column sees"
+    assert _kept(table, "f > 0.1") == ["a.parquet"]
+    assert _kept(table, "f = 0.10000000149011612") == ["a.parquet"]
+    assert _kept(table, "f < 0.1") == []
+    assert _kept(table, "f < 0.05") == []  # (a footer has no NaN count: f > 0.2 may hold for a NaN)
+    assert _kept(table, "n > 3000000000") == [], "old int statistics compare as bigint values"
+    assert _kept(table, "n = 7") == ["a.parquet"]
+
+
+def test_struct_leaves_are_skipped_on_and_complex_columns_never_compared(metastore, tmp_path):
+    metastore.create_database("d")
+    columns = [("a", "struct<b:struct<c:int>,s:string>"), ("tags", "array<string>"), ("m", "map<string,int>")]
+    metastore.create_table("d", "t", columns, [("ds", "string")], str(tmp_path / "t"))
+    table = metastore.table("d", "t")
+    schema = pa.schema(
+        [
+            ("a", pa.struct([("b", pa.struct([("c", pa.int32())])), ("s", pa.string())])),
+            ("tags", pa.list_(pa.string())),
+            ("m", pa.map_(pa.string(), pa.int32())),
+        ]
+    )
+    for name, c in (("low", 1), ("high", 9)):
+        rows = {"a": [{"b": {"c": c}, "s": name}, None], "tags": [["x"], None], "m": [[("k", c)], None]}
+        _register(table, _parquet(tmp_path / f"t/ds=a/{name}.parquet", rows, schema), {"ds": "a"})
+    stats = {Path(f.path).name: f.columns for f in table.refresh().files()}
+    assert set(stats["low.parquet"]) == {"a.b.c", "a.s"}, "no statistics for arrays, maps or the struct itself"
+    assert _kept(table, "a.b.c > 3") == ["high.parquet"]
+    assert _kept(table, "A.B.C <= 3 and a.s = 'low'") == ["low.parquet"]
+    assert _kept(table, "a.`s` in ('high')") == ["high.parquet"]
+    assert _kept(table, "a IS NULL") == ["high.parquet", "low.parquet"]
+    assert _kept(table, "tags IS NOT NULL") == ["high.parquet", "low.parquet"]
+    with pytest.raises(sg.BindError, match=re.escape("unknown column 'a.b.nope'")):
+        table.scan("a.b.nope = 1")
