@@ -12,6 +12,7 @@ import pytest
 
 from sargable import spark as sgs
 from sargable.errors import SargableError
+from sargable.types import float32
 
 pytest_plugins = ["conftest_spark"]
 
@@ -96,3 +97,38 @@ def test_timestamp_ntz_inside_a_struct_is_refused_clearly(spark, spark_metastore
     source = spark.createDataFrame([(1, (dt.datetime(2024, 1, 1),))], schema)
     with pytest.raises(SargableError, match="column s holds a timestamp_ntz inside"):
         sgs.write(source, "types.nested_ntz", partition_by=[], metastore=spark_metastore, progress=False)
+
+
+def test_struct_fields_filter_and_old_files_read_through_schema_changes(spark, spark_metastore) -> None:
+    """`device.os = 'ios'` skips by the struct field's statistics; after columns and a struct field are added and
+    `n`, `f` widened, files written before read NULL for what is new and their values widened, and a widened float
+    is compared as the double it is (0.1f > 0.1)."""
+    ms, name = spark_metastore, "types.evolving"
+    old = "n int, f float, device struct<os:string,version:string>"
+    first = spark.createDataFrame([(1, 0.1, ("ios", "17"))], old)
+    sgs.write(first, name, partition_by=[], metastore=ms, progress=False)
+    sgs.write(spark.createDataFrame([(2, 2.5, ("android", "14"))], old), name, metastore=ms, progress=False)
+    ios = sgs.read(spark, name, where="device.os = 'ios'", metastore=ms)
+    assert [r.n for r in ios.collect()] == [1]
+    assert sgs.scan_report(ios).files_selected == 1 < sgs.scan_report(ios).files_total
+
+    ms.table(name).add_columns([("tags", "array<string>"), ("device.model", "string")]).widen("n", "bigint")
+    ms.table(name).widen("f", "double")
+    new = "n bigint, f double, device struct<os:string,version:string,model:string>, tags array<string>"
+    rows = [(3_000_000_000, 0.1, ("ios", "18", "x"), ["t"])]
+    sgs.write(spark.createDataFrame(rows, new), name, metastore=ms, progress=False)
+    read = sgs.read(spark, name, metastore=ms)
+    assert str(read.schema["n"].dataType) == "LongType()" and str(read.schema["f"].dataType) == "DoubleType()"
+    single = float32(0.1)
+    assert sorted(tuple(r) for r in read.collect()) == [
+        (1, single, ("ios", "17", None), None),
+        (2, 2.5, ("android", "14", None), None),
+        (3_000_000_000, 0.1, ("ios", "18", "x"), ["t"]),
+    ]
+    above = sgs.read(spark, name, where="f > 0.1 and device.model is null", metastore=ms)
+    assert sorted(r.n for r in above.collect()) == [1, 2]
+    pushed = spark.read.format("sargable").load(name).where("f > 0.1")
+    assert sorted(r.n for r in pushed.collect()) == [1, 2]
+    model = sgs.read(spark, name, where="device.model = 'x'", metastore=ms)
+    assert [r.n for r in model.collect()] == [3_000_000_000]
+    assert sgs.scan_report(model).files_selected == 1, "the files written before the field was added are skipped"
