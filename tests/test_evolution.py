@@ -328,3 +328,15 @@ def test_struct_leaves_are_skipped_on_and_complex_columns_never_compared(metasto
     assert _kept(table, "tags IS NOT NULL") == ["high.parquet", "low.parquet"]
     with pytest.raises(sg.BindError, match=re.escape("unknown column 'a.b.nope'")):
         table.scan("a.b.nope = 1")
+
+
+def test_a_table_engines_fill_keeps_the_rules_without_registered_files(metastore, tmp_path):
+    """A table made through the server (`files_from_folders`) has files the metastore doesn't list: its folders may
+    hold rows of any age, so narrowing is refused even though no file is registered."""
+    metastore.create_database("d")
+    metastore.create_table("d", "t", [("x", "int")], [("ds", "string")], str(tmp_path / "t"), files_from_folders=True)
+    with pytest.raises(sg.SchemaChangeError, match="'x' can't change from int to string"):
+        metastore.alter_table("d", "t", columns=[("x", "string")])
+    assert str(dict(metastore.alter_table("d", "t", columns=[("x", "bigint")]).columns)["x"]) == "bigint"
+    metastore.create_table("d", "u", [("x", "int")], [("ds", "string")], str(tmp_path / "u"))
+    assert str(dict(metastore.alter_table("d", "u", columns=[("x", "string")]).columns)["x"]) == "string"

@@ -7,8 +7,9 @@ statistics, indexes, totals, tombstones, write intents). What may change:
 - the columns: new ones at the end, new fields at the end of structs, and types widened within their family
   (nullable, as every column is: files written before read NULL for new columns, and have no statistics for them;
   see `sargable.metastore.evolution`); any other change (rename, narrow, drop, reorder) only while the table lists
-  no files, whose statistics are typed by the columns. A partition key may only widen from one string type to
-  another, whose stored encoding is the same;
+  no files, whose statistics are typed by the columns, and never for a table engines fill without registering
+  files (`files_from_folders`: its folders may hold files of any age). A partition key may only widen from one
+  string type to another, whose stored encoding is the same;
 - the location. As in Hive, partitions stay where they are: one whose location was the old default gets it as its
   explicit location (unless it is the new default too); registered file paths are absolute and stay. The table's
   write intents go (`intents`: they name the old folder);
@@ -181,7 +182,7 @@ def _check_columns(
         seen.add(column.lower())
     if columns == table.columns:
         return table.widened, table.added
-    if next(iter(store.scan(FILES, *key_range(layout_of(table).prefix), limit=1)), None) is None:
+    if not table.files_from_folders and not _lists_files(store, table):
         return table.widened, table.added
     evolution.check_columns(table.qualified_name, table.columns, columns)
     known = {path for path, _ in table.widened}
@@ -190,6 +191,10 @@ def _check_columns(
     )
     added = table.added + tuple((path, table.version + 1) for path in evolution.additions(table.columns, columns))
     return widened, added
+
+
+def _lists_files(store: Store, table: TableDefinition) -> bool:
+    return next(iter(store.scan(FILES, *key_range(layout_of(table).prefix), limit=1)), None) is not None
 
 
 def _check_move(table: TableDefinition, location: str) -> None:
