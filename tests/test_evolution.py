@@ -340,3 +340,37 @@ def test_a_table_engines_fill_keeps_the_rules_without_registered_files(metastore
     assert str(dict(metastore.alter_table("d", "t", columns=[("x", "bigint")]).columns)["x"]) == "bigint"
     metastore.create_table("d", "u", [("x", "int")], [("ds", "string")], str(tmp_path / "u"))
     assert str(dict(metastore.alter_table("d", "u", columns=[("x", "string")]).columns)["x"]) == "string"
+
+
+def test_sparks_copy_of_the_schema_changes_with_the_columns():
+    """Spark SQL reads a data source table's schema from `spark.sql.sources.schema`, not the Hive columns: a widening
+    or an addition made with sargable's API changes it too (whole or split into parts), partition columns last."""
+    from pyspark.sql import types as T
+
+    from sargable.metastore.evolution import SPARK_SCHEMA, spark_schema
+
+    def columns(text):
+        return tuple((n, parse_type(t)) for n, t in (c.split(" ", 1) for c in text.split("; ")))
+
+    old = columns("n int; v varchar(5); s struct<a:int>; l array<struct<x:float>>")
+    new = columns("n bigint; v string; s struct<a:bigint,b:string>; l array<struct<x:double>>; m map<string,date>")
+    def struct(**fields):
+        return T.StructType([T.StructField(n, t) for n, t in fields.items()])
+
+    before = struct(
+        n=T.IntegerType(),
+        v=T.VarcharType(5),
+        s=struct(a=T.IntegerType()),
+        l=T.ArrayType(struct(x=T.FloatType())),
+        ds=T.IntegerType(),
+    )
+    text = before.json()
+    expected = (
+        "struct<n:bigint,v:string,s:struct<a:bigint,b:string>,l:array<struct<x:double>>,m:map<string,date>,ds:int>"
+    )
+    split = {f"{SPARK_SCHEMA}.numParts": "2", f"{SPARK_SCHEMA}.part.0": text[:9], f"{SPARK_SCHEMA}.part.1": text[9:]}
+    for properties in ({SPARK_SCHEMA: text, "k": "v"}, {**split, "k": "v"}):
+        changed = spark_schema(properties, old, new)
+        assert set(changed) == {SPARK_SCHEMA, "k"}
+        assert T.StructType.fromJson(json.loads(changed[SPARK_SCHEMA])).simpleString() == expected
+    assert spark_schema({"k": "v"}, old, new) == {"k": "v"}

@@ -148,7 +148,8 @@ def change_columns(
     partition_keys: Sequence[tuple[str, str | DataType]] | None = None,
 ) -> TableDefinition:
     """Give the table new columns (and partition keys) by the rules of the module docstring, in one transaction;
-    returns the new definition."""
+    returns the new definition. Spark's own copy of a data source table's schema (a table property Spark SQL reads
+    instead of the columns) changes with them."""
     cols = check_columns("columns", columns)
     keys = None if partition_keys is None else check_columns("partition keys", partition_keys)
     with store.transaction():
@@ -161,6 +162,7 @@ def change_columns(
             partition_keys=locked.partition_keys if keys is None else keys,
             widened=widened,
             added=added,
+            properties=evolution.spark_schema(locked.properties, locked.columns, cols),
         )
 
 

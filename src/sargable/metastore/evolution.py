@@ -18,6 +18,7 @@ with dots (`device.os`); a name holding a dot or a backquote is backquoted (`` `
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 
 from sargable.errors import SchemaChangeError
@@ -201,3 +202,86 @@ def _with_type(struct: DataType, name: str, dtype: DataType) -> DataType:
     children = list(struct.children)
     children[names.index(name.lower())] = dtype
     return DataType("struct", children=tuple(children), field_names=struct.field_names)
+
+
+SPARK_SCHEMA = "spark.sql.sources.schema"
+"""The table property where Spark keeps its own copy of a data source table's schema (JSON), which Spark SQL reads
+instead of the Hive columns; large ones are split into `.numParts` and `.part.N`."""
+_SPARK_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "varchar": "string"}
+_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
+
+
+def spark_schema(properties: dict[str, str], old: Columns, new: Columns) -> dict[str, str]:
+    """The properties with Spark's copy of the schema (`SPARK_SCHEMA`, when the table has one) changed as the data
+    columns change from `old` to `new` (widened types, added columns and struct fields), so Spark SQL sees it."""
+    parts = properties.get(f"{SPARK_SCHEMA}.numParts")
+    if parts is not None and parts.isdigit():
+        text = "".join(properties.get(f"{SPARK_SCHEMA}.part.{i}", "") for i in range(int(parts)))
+    else:
+        text = properties.get(SPARK_SCHEMA)
+    if text is None or old == new:
+        return properties
+    try:
+        schema = json.loads(text)
+        fields = {f["name"].lower(): f for f in schema["fields"]}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return properties
+    before = {n.lower(): t for n, t in old}
+    data = [_merged_field(fields.get(n.lower()), n, before.get(n.lower()), t) for n, t in new]
+    names = {n.lower() for n, _ in new}
+    schema["fields"] = data + [f for f in schema["fields"] if f["name"].lower() not in names | before.keys()]
+    split = (f"{SPARK_SCHEMA}.numParts", f"{SPARK_SCHEMA}.part.")
+    out = {k: v for k, v in properties.items() if k != split[0] and not k.startswith(split[1])}
+    out[SPARK_SCHEMA] = json.dumps(schema, separators=(",", ":"))
+    return out
+
+
+def _merged_field(field: dict | None, name: str, old: DataType | None, new: DataType) -> dict:
+    if field is None or old is None:
+        return _spark_field(name, new)
+    if old != new:
+        field = {**field, "type": _merged_type(field["type"], old, new)}
+        if new.is_string or old.is_string:
+            metadata = {k: v for k, v in field.get("metadata", {}).items() if k != _VARCHAR_KEY}
+            if new.name in ("varchar", "char"):
+                metadata[_VARCHAR_KEY] = str(new)
+            field["metadata"] = metadata
+    return field
+
+
+def _merged_type(spark: object, old: DataType, new: DataType) -> object:
+    if old == new:
+        return spark
+    if new.name == "struct" and isinstance(spark, dict) and old.name == "struct":
+        fields = {f["name"].lower(): f for f in spark.get("fields", [])}
+        kids = dict(zip((n.lower() for n in old.field_names), old.children, strict=True))
+        merged = [
+            _merged_field(fields.get(n.lower()), n, kids.get(n.lower()), t)
+            for n, t in zip(new.field_names, new.children, strict=True)
+        ]
+        return {**spark, "fields": merged}
+    if new.name == "array" and isinstance(spark, dict) and old.name == "array":
+        return {**spark, "elementType": _merged_type(spark.get("elementType"), old.children[0], new.children[0])}
+    if new.name == "map" and isinstance(spark, dict) and old.name == "map":
+        return {**spark, "valueType": _merged_type(spark.get("valueType"), old.children[1], new.children[1])}
+    return _spark_type(new)
+
+
+def _spark_field(name: str, dtype: DataType) -> dict:
+    metadata = {_VARCHAR_KEY: str(dtype)} if dtype.name in ("varchar", "char") else {}
+    return {"name": name, "type": _spark_type(dtype), "nullable": True, "metadata": metadata}
+
+
+def _spark_type(dtype: DataType) -> object:
+    """Spark's JSON form of a Hive type (`StructType.fromJson` reads it)."""
+    if dtype.name == "struct":
+        fields = zip(dtype.field_names, dtype.children, strict=True)
+        return {"type": "struct", "fields": [_spark_field(n, t) for n, t in fields]}
+    if dtype.name == "array":
+        return {"type": "array", "elementType": _spark_type(dtype.children[0]), "containsNull": True}
+    if dtype.name == "map":
+        key, value = (_spark_type(t) for t in dtype.children)
+        return {"type": "map", "keyType": key, "valueType": value, "valueContainsNull": True}
+    if dtype.name == "char":
+        return "string"
+    return _SPARK_NAMES.get(dtype.name, str(dtype))
