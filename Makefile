@@ -48,7 +48,7 @@ test: lint
 # not install, the hypothesis run is the whole budget.
 FUZZ_SECONDS ?= 120
 fuzz: $(VENV)/.installed-test
-	SARGABLE_FUZZ_SCALE=20 bash scripts/postgres.sh run -- $(PY) -m pytest tests/test_fuzz.py tests/test_hms_validation.py -q $(PYTEST_ARGS)
+	SARGABLE_FUZZ_SCALE=20 bash scripts/postgres.sh run -- $(PY) -m pytest tests/test_fuzz.py tests/test_hms_validation.py tests/test_evolution_soundness.py -q $(PYTEST_ARGS)
 	@if $(PY) -m pip install -q atheris; then \
 	  for target in parse loads keys partitions; do \
 	    dir=.hypothesis/atheris/$$target; mkdir -p $$dir; echo "fuzz: atheris $$target for $(FUZZ_SECONDS) s"; \

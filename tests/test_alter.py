@@ -355,6 +355,10 @@ def test_any_sequence_of_alters_keeps_the_table(tmp_path_factory, alters):
                 columns.append(arg)
                 ms.alter_table("d", name, columns=[(c, "int") for c in columns])
         after = _everything(ms, "d", name)
+        null = [sg.ColumnStats(null_count=rows, nan_count=0, distinct=frozenset()) for _, rows, *_ in after["files"]]
+        for (_, _, _, stats, _), all_null in zip(after["files"], null, strict=True):
+            added = {c: stats.pop(c) for c in columns[1:]}
+            assert added == dict.fromkeys(columns[1:], all_null), "a file registered before a column was added"
         assert ms.list_tables("d") == [name]
         assert {p[0]: p[1] for p in after["partitions"]} == locations, "a partition stays where it is"
         assert {k: v for k, v in after.items() if k != "partitions"} == {

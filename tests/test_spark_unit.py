@@ -72,11 +72,32 @@ def test_char_varchar_and_ntz_types() -> None:
 
 
 @pytest.mark.parametrize(
-    "spark_dtype", [T.BinaryType(), T.ArrayType(T.IntegerType()), T.MapType(T.StringType(), T.LongType())]
+    "spark_dtype",
+    [
+        T.DayTimeIntervalType(),
+        T.ArrayType(T.YearMonthIntervalType()),
+        T.StructType([T.StructField("t", T.TimestampNTZType())]),
+    ],
 )
 def test_unsupported_spark_types_name_the_column(spark_dtype: T.DataType) -> None:
     with pytest.raises(SargableError, match="column payload"):
         hive_type(spark_dtype, "payload")
+
+
+def test_complex_spark_types_are_hive_types_and_back() -> None:
+    """Issue 30: `sgs.write` of an array<string> column failed with "which a sargable table can't hold"."""
+    device = T.StructType([T.StructField("os", T.StringType()), T.StructField("n", T.ArrayType(T.LongType()))])
+    cases = {
+        "binary": T.BinaryType(),
+        "array<int>": T.ArrayType(T.IntegerType()),
+        "map<string,bigint>": T.MapType(T.StringType(), T.LongType()),
+        "struct<os:string,n:array<bigint>>": device,
+        "array<map<string,struct<os:string,n:array<bigint>>>>": T.ArrayType(T.MapType(T.StringType(), device)),
+        "decimal(38,38)": T.DecimalType(38, 38),
+    }
+    for hive, spark in cases.items():
+        assert str(hive_type(spark, "c")) == hive
+        assert spark_type(parse_type(hive)) == spark
 
 
 @pytest.mark.parametrize(

@@ -53,14 +53,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_schema(text: str) -> list[tuple[str, DataType]]:
-    """`"a int, ds date, amount decimal(10,2)"` -> [(name, type), ...]; commas inside parentheses are kept."""
+    """`"a int, ds date, amount decimal(10,2)"` -> [(name, type), ...]; commas inside parentheses and angle brackets
+    (`struct<os:string,version:string>`) are kept."""
     columns: list[tuple[str, DataType]] = []
     depth, start = 0, 0
     parts = []
     for i, ch in enumerate(text):
-        if ch == "(":
+        if ch in "(<":
             depth += 1
-        elif ch == ")":
+        elif ch in ")>":
             depth -= 1
         elif ch == "," and depth == 0:
             parts.append(text[start:i])
@@ -341,6 +342,27 @@ def cmd_create_table(args: argparse.Namespace, console: Console) -> None:
             if column.lower() not in ms.get_table(db, name).indexes:
                 ms.create_index(db, name, column)
         row = _table_row(ms, db, name)
+    if args.json:
+        _print_json(row)
+    else:
+        _print_mapping(console, row["table"], row)
+
+
+def cmd_alter(args: argparse.Namespace, console: Console) -> None:
+    db, name = _split_table(args.table)
+    if not args.add_columns and not args.widen:
+        raise SargableError("nothing to alter: give --add-columns and/or --widen")
+    with _metastore(args, create=False) as ms:
+        table = ms.table(db, name)
+        if args.add_columns:
+            table = table.add_columns(parse_schema(args.add_columns))
+        for change in args.widen or []:
+            column, sep, dtype = change.partition(":")
+            if not sep or not column or not dtype:
+                raise SargableError(f"--widen takes COLUMN:TYPE, as in hr:bigint; got {change!r}")
+            table = table.widen(column.strip(), dtype.strip())
+        row = _table_row(ms, db, name)
+        row["columns"] = ", ".join(f"{n} {t}" for n, t in table.columns)
     if args.json:
         _print_json(row)
     else:
@@ -889,6 +911,13 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--if-not-exists", action="store_true", help="no error if the table exists")
     create.add_argument("--json", action="store_true", help="print JSON")
     create.set_defaults(func=cmd_create_table)
+
+    alter = sub.add_parser("alter", help="add columns (or struct fields) to a table, or widen a column's type")
+    alter.add_argument("table", help="DB.TABLE")
+    alter.add_argument("--add-columns", help="new columns, e.g. 'device struct<os:string>, device.model string'")
+    alter.add_argument("--widen", action="append", metavar="COL:TYPE", help="widen a column, e.g. hr:bigint")
+    alter.add_argument("--json", action="store_true", help="print JSON")
+    alter.set_defaults(func=cmd_alter)
 
     partitions = sub.add_parser("partitions", help="list a table's partitions, optionally filtered")
     partitions.add_argument("table", help="DB.TABLE")

@@ -108,6 +108,11 @@ class MetastoreError(SargableError):
     """A metastore request that can't be carried out."""
 
 
+class SchemaChangeError(MetastoreError):
+    """A change of a table's columns that files written before could not be read back through (narrowing a type,
+    changing its family, renaming, dropping or reordering columns, retyping a partition key)."""
+
+
 class DamagedMetastoreError(MetastoreError):
     """A value read back from the store that is not what sargable wrote there (a damaged or foreign database)."""
 

@@ -2,7 +2,8 @@
 
 What comes from where:
 
-- Footer (`stats_from_parquet`): row count; per top-level column and row group the min/max (decoded from the
+- Footer (`stats_from_parquet`): row count; per top-level column (and, given a schema, per primitive field of a
+  struct, reached through structs only: `device.os`) and row group the min/max (decoded from the
   raw bytes by physical and logical type) and the NULL count, merged over all row groups. A statistic missing from
   any row group with rows makes the merged one unknown (`None`). Not in the footer: NaN counts (Parquet float
   bounds exclude NaN, so `nan_count` stays unknown), value sets (dictionary pages are not in the footer), and the
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 from sargable.errors import SargableError, StatisticsError
 from sargable.stats import MAX_DISTINCT, ColumnStats, FileStats
-from sargable.types import DECIMAL_CONTEXT, DataType, convert, parse_type
+from sargable.types import DECIMAL_CONTEXT, DataType, convert, field_path, parse_type, with_struct_leaves
 
 STRING_TRUNCATION_LENGTH = 64
 """parquet-mr's default truncation length (bytes) for binary statistics: bounds this long may be truncated."""
@@ -45,12 +46,50 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 
 
 def _schema_types(schema: Sequence[tuple[str, Any]] | None) -> dict[str, DataType] | None:
+    """Columns and their structs' primitive fields (`device.os`) by name."""
     if schema is None:
         return None
     try:
-        return {name: parse_type(dtype) for name, dtype in schema}
+        return dict(with_struct_leaves([(name, parse_type(dtype)) for name, dtype in schema]))
     except (TypeError, ValueError):
         raise StatisticsError("schema must be a list of (name, type) pairs") from None
+
+
+def _leaf_names(schema: pa.Schema) -> list[str | None]:
+    """The name of each Parquet leaf column in order: a top-level column's own name, a struct field's path
+    (`device.os`), None for one inside a list or a map (whose statistics mix the values of many rows)."""
+    names: list[str | None] = []
+    stack: list[tuple[pa.Field, list[str], bool]] = [(f, [f.name], True) for f in reversed(schema)]
+    while stack:
+        field, parts, plain = stack.pop()
+        kind = field.type
+        if pa.types.is_struct(kind):
+            fields = [kind.field(i) for i in reversed(range(kind.num_fields))]
+            stack.extend((child, [*parts, child.name], plain) for child in fields)
+        elif pa.types.is_map(kind):
+            stack.extend([(kind.item_field, [], False), (kind.key_field, [], False)])
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+            stack.append((kind.value_field, [], False))
+        else:
+            names.append((parts[0] if len(parts) == 1 else field_path(parts)) if plain else None)
+    return names
+
+
+def _struct_leaves(data: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
+    """Each primitive field reached through structs only, by path, NULL where it or a struct above it is."""
+    leaves: list[tuple[str, pa.ChunkedArray]] = []
+    stack = [([n], data.column(n)) for n in reversed(data.column_names) if pa.types.is_struct(data.column(n).type)]
+    while stack:
+        parts, array = stack.pop()
+        kind = array.type
+        for index in reversed(range(kind.num_fields)):
+            child = pc.struct_field(array, [index])
+            path = [*parts, kind.field(index).name]
+            if pa.types.is_struct(child.type):
+                stack.append((path, child))
+            elif not pa.types.is_nested(child.type):
+                leaves.append((field_path(path), child))
+    return leaves
 
 
 def _timestamp(count: int, logical: dict[str, Any], upper: bool) -> tuple[dt.datetime, bool]:
@@ -207,7 +246,8 @@ def stats_from_parquet(
     """A Parquet file's statistics from its footer (all row groups merged), typed by `schema` when given.
 
     With `read_data=True` the columns are read and the statistics are exact, NaN counts and value sets included.
-    Columns the schema doesn't name, and nested columns, are left out; a bound that is not exactly a value of the
+    Columns the schema doesn't name and the elements of arrays and maps are left out; the primitive fields of a
+    struct the schema names are kept by their path (`device.os`). A bound that is not exactly a value of the
     declared type is left unknown. `filesystem` (a `pyarrow.fs.FileSystem`) reads `path` through it, not locally.
     """
     import pyarrow.parquet as pq  # only here: the Parquet reader is slow to import and few callers need it
@@ -248,9 +288,15 @@ def stats_from_metadata(
     columns: dict[str, ColumnStats] = {}
     if meta.num_row_groups:
         first = meta.row_group(0)
-        for index in range(first.num_columns):
-            name = first.column(index).path_in_schema
-            if "." in name or (types is not None and name not in types):
+        arrow_schema = meta.schema.to_arrow_schema()
+        names = _leaf_names(arrow_schema)
+        if len(names) != first.num_columns:
+            names = [None] * first.num_columns
+        top = set(arrow_schema.names)
+        declared = {name for name, _ in schema} if schema is not None else set()
+        for index, name in enumerate(names):
+            nested = name not in top
+            if name is None or (nested and (types is None or name in declared)) or (types and name not in types):
                 continue
             columns[name] = _column_from_row_groups(meta, index, types.get(name) if types else None, truncation_length)
     return FileStats(path=path, row_count=meta.num_rows, size_bytes=size_bytes, columns=columns, partition=partition)
@@ -337,4 +383,7 @@ def stats_from_arrow(
         if pa.types.is_nested(array.type):
             continue
         columns[name] = _column_from_arrow(array, types.get(name) if types else None, max_distinct)
+    for name, array in _struct_leaves(data) if types is not None else ():
+        if name not in columns and name in types:
+            columns[name] = _column_from_arrow(array, types.get(name) if types else None, max_distinct)
     return FileStats(path=path, row_count=data.num_rows, size_bytes=size_bytes, columns=columns, partition=partition)

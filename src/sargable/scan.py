@@ -31,7 +31,7 @@ from sargable.expr import TRUE, BoundFilter, bind_filter, conjoin
 from sargable.expr.bound import FilterInput, bound_between, bound_in
 from sargable.plan import DEFAULT_MAX_SCANS
 from sargable.stats import FileStats
-from sargable.types import DataType, convert, split_converted
+from sargable.types import DataType, convert, split_converted, with_struct_leaves
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -348,7 +348,7 @@ def _parts(
     if bound is None:
         return None, None, None
     keys = table.partition_key_names
-    stats_columns = [n for n, _ in table.columns if n.lower() not in ignored]
+    stats_columns = [n for n, _ in with_struct_leaves(table.columns) if n.lower() not in ignored]
     parts = decompose(bound, partition_keys=keys, stats_columns=[*stats_columns, *keys])
     return _useful(parts.partition), _useful(parts.files), _useful(parts.residual)  # type: ignore[arg-type]
 
@@ -393,7 +393,7 @@ def _files(
     schema = list(table.schema)
     wanted = set() if files_part is None else set(files_part.columns)
     wanted |= {k.column.lower() for k in on_files}
-    stats = frozenset(n for n, _ in table.columns if n.lower() in wanted) or False
+    stats = frozenset(n for n, _ in with_struct_leaves(table.columns) if n.lower() in wanted) or False
     files = table.files(partitions, stats=stats) if partitions is None or partitions else []
     unregistered, folders = _unregistered_files(table, partitions, files)
     listed = _Listed(folders, len(unregistered), sum(f.size_bytes for f in unregistered))

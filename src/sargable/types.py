@@ -17,7 +17,7 @@ import datetime as dt
 import math
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
@@ -254,6 +254,66 @@ class _TypeParser:
         if params:
             raise TypeCoercionError(f"type {name} takes no parameters, got {self.text!r}")
         return DataType(name)
+
+
+_PATH_PART = re.compile(r"`((?:[^`]|``)+)`|([^.`]+)")
+
+
+def split_path(path: str) -> list[str]:
+    """The names along a column path: `device.os` -> ['device', 'os'], `` `a.b`.c `` -> ['a.b', 'c']."""
+    parts: list[str] = []
+    at = 0
+    while True:
+        match = _PATH_PART.match(path, at)
+        if match is None:
+            raise TypeCoercionError(f"bad column path {path!r}: names are joined by dots, odd ones backquoted")
+        parts.append(match[1].replace("``", "`") if match[1] is not None else match[2])
+        at = match.end()
+        if at == len(path):
+            return parts
+        if path[at] != ".":
+            raise TypeCoercionError(f"bad column path {path!r} at position {at}: expected '.'")
+        at += 1
+
+
+def field_path(parts: Sequence[str]) -> str:
+    """The path of nested names, the inverse of `split_path`."""
+    return ".".join(p if "." not in p and "`" not in p else "`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def struct_leaves(name: str, dtype: DataType) -> Iterator[tuple[str, DataType]]:
+    """The primitive fields reached through structs only (`device.os`), with their paths; none for a column that is
+    not a struct (an array's or a map's elements have no per-file statistics of their own)."""
+    if dtype.name != "struct":
+        return
+    stack = [([name], dtype)]
+    while stack:
+        parts, struct = stack.pop()
+        for field, child in reversed(list(zip(struct.field_names, struct.children, strict=True))):
+            if child.name == "struct":
+                stack.append(([*parts, field], child))
+            elif child.is_orderable:
+                yield field_path([*parts, field]), child
+
+
+def with_struct_leaves(schema: Sequence[tuple[str, DataType]]) -> list[tuple[str, DataType]]:
+    """The schema followed by the primitive fields of its struct columns (`device.os`), those whose path no column
+    of the schema has: what file statistics are kept for and data skipping compares."""
+    names = {n.lower() for n, _ in schema}
+    leaves = [leaf for name, dtype in schema for leaf in struct_leaves(name, dtype) if leaf[0].lower() not in names]
+    return [*schema, *leaves] if leaves else list(schema)
+
+
+def field_type(columns: Sequence[tuple[str, DataType]], path: str) -> DataType | None:
+    """The type of a column or struct field by path (names compared ignoring case), or None when there is none."""
+    parts = split_path(path)
+    types = {n.lower(): t for n, t in columns}
+    dtype = types.get(parts[0].lower())
+    for part in parts[1:]:
+        if dtype is None or dtype.name != "struct":
+            return None
+        dtype = {n.lower(): t for n, t in zip(dtype.field_names, dtype.children, strict=True)}.get(part.lower())
+    return dtype
 
 
 def float32(value: float) -> float:

@@ -52,12 +52,14 @@ from sargable.types import (
     STRING_TYPES,
     DataType,
     convert,
+    field_path,
     float32,
     format_value,
     infer_type,
     parse_date,
     parse_timestamp,
     parse_type,
+    split_path,
 )
 
 Bound = tuple[Expr, DataType | None]
@@ -96,10 +98,34 @@ class Schema:
         """The bound column for `name` (any case), or `BindError` listing the known columns."""
         found = self.by_lower.get(name.lower())
         if found is None:
+            found = self._field(name)
+        if found is None:
             listed = ", ".join(self.names[:_LISTED_COLUMNS])
             more = f" and {len(self.names) - _LISTED_COLUMNS} more" if len(self.names) > _LISTED_COLUMNS else ""
             raise BindError(f"unknown column {name!r}; known columns: {listed or '(none)'}{more}")
         return found
+
+
+    def _field(self, path: str) -> Column | None:
+        """A struct's field by its path (`device.os`, names in any case), named by its canonical path."""
+        try:
+            parts = split_path(path)
+        except TypeCoercionError:
+            return None
+        top = self.by_lower.get(parts[0].lower())
+        if top is None or len(parts) == 1:
+            return None
+        names, dtype = [top.name], top.type
+        for part in parts[1:]:
+            if dtype is None or dtype.name != "struct":
+                return None
+            lowered = [n.lower() for n in dtype.field_names]
+            if part.lower() not in lowered:
+                return None
+            index = lowered.index(part.lower())
+            names.append(dtype.field_names[index])
+            dtype = dtype.children[index]
+        return Column(field_path(names), dtype)
 
 
 def bind(expr: Expr, schema: Sequence[tuple[str, str | DataType]] | Schema) -> Expr:

@@ -64,6 +64,7 @@ from sargable.types import (
     TIMESTAMP,
     DataType,
     convert,
+    field_path,
     infer_type,
     parse_date,
     parse_timestamp,
@@ -404,6 +405,20 @@ class _Parser:
             column = self._columns[name] = Column(name)
         return column
 
+    def _field(self, index: int) -> Column:
+        """A struct field by its dotted path (`device.os`, `` a.`b c` ``): a column named by the canonical path."""
+        parts = [self._name(index)]
+        while self.kinds[self.i] == "dot" and self._is_name(self.i + 1):
+            parts.append(self._name(self.i + 1))
+            self.i += 2
+        if self.kinds[self.i] == "dot":
+            self._expected("a field name after '.'")
+        name = field_path(parts)
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = Column(name)
+        return column
+
     # -- LIKE and regular expressions ------------------------------------------------------------------------------
 
     def _pattern(self, what: str) -> str:
@@ -527,6 +542,8 @@ class _Parser:
             value = self._literal("a literal (CAST applies to literals only)")
         elif self._is_name(self.i) and not self._date_literal_ahead():
             self.i += 1
+            if self.kinds[self.i] == "dot":
+                return self._field(self.i - 1)
             return self._column(self.i - 1)
         else:
             value = self._literal(what)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +35,18 @@ from sargable.expr.nodes import (
     set_printer,
 )
 from sargable.expr.tokens import BARE_IDENTIFIER, KEYWORDS
-from sargable.types import BOOLEAN, DATE, DOUBLE, NULL, STRING, TIMESTAMP, DataType, format_value, infer_type
+from sargable.types import (
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    NULL,
+    STRING,
+    TIMESTAMP,
+    DataType,
+    format_value,
+    infer_type,
+    split_path,
+)
 
 OR_PRECEDENCE, AND_PRECEDENCE, NOT_PRECEDENCE, PREDICATE_PRECEDENCE, OPERAND_PRECEDENCE = 1, 2, 3, 4, 5
 
@@ -257,9 +268,23 @@ def _java_regex(pattern: str) -> str:
 
 
 class SqlGenerator(Generator):
-    """Shared by the engine targets: identifiers always quoted, literals plain wherever the engine coerces them."""
+    """Shared by the engine targets: identifiers always quoted, literals plain wherever the engine coerces them;
+    the columns named in `fields` are struct fields, written as their path (`device`.`os`)."""
 
     NOT_EQUAL = "<>"
+
+    def __init__(self, fields: Collection[str] = ()) -> None:
+        super().__init__()
+        self.fields = frozenset(fields)
+
+    def quoted(self, name: str) -> str:
+        """One name, quoted as the engine quotes it."""
+        raise NotImplementedError
+
+    def identifier(self, name: str) -> str:
+        if name in self.fields:
+            return ".".join(self.quoted(part) for part in split_path(name))
+        return self.quoted(name)
 
     def plain_literal_ok(self, value: Any, natural_type: DataType | None, dtype: DataType) -> bool:
         if natural_type is None or value is None:
@@ -280,7 +305,7 @@ class SqlGenerator(Generator):
 class SparkGenerator(SqlGenerator):
     """Spark SQL: backquoted names, backslash escapes in strings, `<=>`, Java regular expressions for RLIKE."""
 
-    def identifier(self, name: str) -> str:
+    def quoted(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
 
     def string(self, value: str) -> str:
@@ -302,7 +327,7 @@ class DuckDBGenerator(SqlGenerator):
 
     NULL_SAFE_EQUAL = "IS NOT DISTINCT FROM"
 
-    def identifier(self, name: str) -> str:
+    def quoted(self, name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
 
     def type_name(self, dtype: DataType) -> str:
@@ -330,9 +355,12 @@ def render(expr: Expr) -> str:
 set_printer(render)
 
 
-def render_sql(expr: Expr, dialect: str = "spark") -> str:
-    """SQL text of `expr` for an engine (`"spark"` or `"duckdb"`), e.g. the residual filter handed to Spark."""
+def render_sql(expr: Expr, dialect: str = "spark", *, fields: Collection[str] = ()) -> str:
+    """SQL text of `expr` for an engine (`"spark"` or `"duckdb"`), e.g. the residual filter handed to Spark; the
+    columns named in `fields` are struct fields, written as paths (`device.os` as `device`.`os`)."""
     generator = SQL_DIALECTS.get(dialect)
     if generator is None:
         raise SargableError(f"unknown SQL dialect {dialect!r}; expected one of {', '.join(SQL_DIALECTS)}")
+    if fields:
+        generator = type(generator)(fields)
     return generator.generate(expr)

@@ -40,6 +40,7 @@ _COMMON_TAIL = r"""
     | (?P<open>['"`])
     | (?P<op>[<>=!]+)
     | (?P<punct>[(),-])
+    | (?P<dot>\.(?=[A-Za-z_`]))
     | (?P<end>\Z)
     | (?P<other>.)
     )"""

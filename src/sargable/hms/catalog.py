@@ -206,14 +206,14 @@ class Catalog:
         hive: HiveTable,
     ) -> TableDefinition:
         """Alter a table in place (rename, columns, location, properties, Hive fields; `Metastore.alter_table`): it
-        keeps its partitions, files, statistics, indexes and tombstones. As Hive does, renaming a managed table whose
-        folder is its default one (`<database location>/<name>`) without giving another location moves the folder to
-        the new name's default, with the partitions under it; an external table's location stays."""
+        keeps its partitions, files, statistics, indexes and tombstones; columns and keys change by the rules of
+        `sargable.metastore.evolution` (Hive's `CHANGE COLUMN` that widens a type sends the new columns). As Hive
+        does, renaming a managed table whose folder is its default one (`<database location>/<name>`) without giving
+        another location moves the folder to the new name's default, with the partitions under it; an external
+        table's location stays."""
         ms = self.metastore
         old = ms.get_table(database, name)
-        if [n.lower() for n, _ in partition_keys] != [n.lower() for n in old.partition_key_names] or [
-            t for _, t in partition_keys
-        ] != [t for _, t in old.partition_keys]:
+        if [n.lower() for n, _ in partition_keys] != [n.lower() for n in old.partition_key_names]:
             raise MetastoreError(f"the partition keys of {old.qualified_name} can't be changed")
         target = location or old.location
         move = False
@@ -230,6 +230,7 @@ class Catalog:
             properties=properties,
             hive=hive,
             move_folder=move,
+            partition_keys=None if tuple(partition_keys) == old.partition_keys else partition_keys,
         )
 
     # ----------------------------------------------------------------------------------------- partitions

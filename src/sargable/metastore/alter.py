@@ -4,9 +4,12 @@ The table is never re-created: it keeps its id, and with it everything keyed by 
 statistics, indexes, totals, tombstones, write intents). What may change:
 
 - the name, within its database (the catalog row moves; the new name must be free);
-- the columns: new ones at the end (nullable, as every column is: files written before read them as NULL, and
-  have no statistics for them, so skipping keeps those files); any other change (rename, retype, drop, reorder)
-  only while the table lists no files, whose statistics are typed by the columns. Partition keys never change;
+- the columns: new ones at the end, new fields at the end of structs, and types widened within their family
+  (nullable, as every column is: files written before read NULL for new columns, and have no statistics for them;
+  see `sargable.metastore.evolution`); any other change (rename, narrow, drop, reorder) only while the table lists
+  no files, whose statistics are typed by the columns, and never for a table engines fill without registering
+  files (`files_from_folders`: its folders may hold files of any age). A partition key may only widen from one
+  string type to another, whose stored encoding is the same;
 - the location. As in Hive, partitions stay where they are: one whose location was the old default gets it as its
   explicit location (unless it is the new default too); registered file paths are absolute and stay. The table's
   write intents go (`intents`: they name the old folder);
@@ -24,9 +27,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 
 from sargable.errors import AlreadyExistsError, MetastoreError, PathError
-from sargable.metastore import intents, tombstones
+from sargable.metastore import evolution, intents, tombstones
 from sargable.metastore.catalog import (
     all_tables,
+    bump,
     canonical,
     check_columns,
     check_location,
@@ -74,12 +78,14 @@ def alter_table(
     properties: Mapping[str, str] | None = None,
     hive: HiveTable | None = None,
     move_folder: bool = False,
+    partition_keys: Sequence[tuple[str, str | DataType]] | None = None,
 ) -> TableDefinition:
     """Change a table's definition in place (see the module docstring); None leaves a field as it is. Returns the
     new definition (its version bumped)."""
     old = read_table(store, database, name)
     target = old.name if new_name is None else check_name("table", new_name)
     cols = None if columns is None else check_columns("columns", columns)
+    keys = None if partition_keys is None else check_columns("partition keys", partition_keys)
     where = None if location is None else canonical(f"table {old.database}.{target}", location)
     props = None if properties is None else {str(k): str(v) for k, v in properties.items()}
     if props is not None:
@@ -94,8 +100,9 @@ def alter_table(
         with store.transaction():
             lock_catalog(store)
             table = lock_table(store, old.database, old.name)
-            if cols is not None:
-                _check_columns(store, table, cols)
+            widened, added = table.widened, table.added
+            if cols is not None or keys is not None:
+                widened, added = _check_columns(store, table, table.columns if cols is None else cols, keys)
             if target != table.name and store.get(CATALOG, table_key(table.database, target)) is not None:
                 raise AlreadyExistsError(f"table {table.database}.{target} already exists")
             new_location = table.location if where is None else where
@@ -113,6 +120,9 @@ def alter_table(
                 table,
                 name=target,
                 columns=table.columns if cols is None else cols,
+                partition_keys=table.partition_keys if keys is None else keys,
+                widened=widened,
+                added=added,
                 location=new_location,
                 properties=table.properties if props is None else props,
                 hive=table.hive if hive is None else hive,
@@ -131,21 +141,62 @@ def alter_table(
     return new
 
 
-def _check_columns(store: Store, table: TableDefinition, columns: tuple[tuple[str, DataType], ...]) -> None:
-    """Refuse a column change that files' statistics or the partition keys don't allow (see the module docstring)."""
-    keys = {n.lower() for n in table.partition_key_names}
+def change_columns(
+    store: Store,
+    table: TableDefinition,
+    columns: Sequence[tuple[str, str | DataType]],
+    partition_keys: Sequence[tuple[str, str | DataType]] | None = None,
+) -> TableDefinition:
+    """Give the table new columns (and partition keys) by the rules of the module docstring, in one transaction;
+    returns the new definition. Spark's own copy of a data source table's schema (a table property Spark SQL reads
+    instead of the columns) changes with them."""
+    cols = check_columns("columns", columns)
+    keys = None if partition_keys is None else check_columns("partition keys", partition_keys)
+    with store.transaction():
+        locked = lock_table(store, table.database, table.name, validated=table)
+        widened, added = _check_columns(store, locked, cols, keys)
+        return bump(
+            store,
+            locked,
+            columns=cols,
+            partition_keys=locked.partition_keys if keys is None else keys,
+            widened=widened,
+            added=added,
+            properties=evolution.spark_schema(locked.properties, locked.columns, cols),
+        )
+
+
+def _check_columns(
+    store: Store,
+    table: TableDefinition,
+    columns: tuple[tuple[str, DataType], ...],
+    keys: tuple[tuple[str, DataType], ...] | None,
+) -> tuple[tuple[tuple[str, DataType], ...], tuple[tuple[str, int], ...]]:
+    """Refuse a column change that files' statistics or the partition keys don't allow (see the module docstring);
+    returns the table's `widened` and `added` with what this change widens and adds (when it lists files)."""
+    if keys is not None:
+        evolution.check_keys(table.qualified_name, table.partition_keys, keys)
+    names = {n.lower() for n, _ in (table.partition_keys if keys is None else keys)}
     seen: set[str] = set()
     for column, _ in columns:
-        if column.lower() in keys or column.lower() in seen:
+        if column.lower() in names or column.lower() in seen:
             raise MetastoreError(f"table {table.qualified_name}: column {column!r} appears twice")
         seen.add(column.lower())
-    if columns[: len(table.columns)] == table.columns:
-        return
-    if next(iter(store.scan(FILES, *key_range(layout_of(table).prefix), limit=1)), None) is not None:
-        raise MetastoreError(
-            f"table {table.qualified_name} lists files whose statistics are typed by its columns: columns may only "
-            "be added at the end; renaming, retyping, dropping or reordering one needs a new table"
-        )
+    if columns == table.columns:
+        return table.widened, table.added
+    if not table.files_from_folders and not _lists_files(store, table):
+        return table.widened, table.added
+    evolution.check_columns(table.qualified_name, table.columns, columns)
+    known = {path for path, _ in table.widened}
+    widened = table.widened + tuple(
+        (path, dtype) for path, dtype in evolution.widenings(table.columns, columns) if path not in known
+    )
+    added = table.added + tuple((path, table.version + 1) for path in evolution.additions(table.columns, columns))
+    return widened, added
+
+
+def _lists_files(store: Store, table: TableDefinition) -> bool:
+    return next(iter(store.scan(FILES, *key_range(layout_of(table).prefix), limit=1)), None) is not None
 
 
 def _check_move(table: TableDefinition, location: str, others: list[TableDefinition]) -> None:

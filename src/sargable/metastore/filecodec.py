@@ -3,6 +3,13 @@
 Statistics values (min, max, value sets) are written in their Hive string form and read back typed by the
 table's column types, so dates, decimals and timestamps come back exactly. Path, row count and size come first,
 so a listing that needs only those (`decode_header`) reads the head of each record and skips the statistics.
+
+Schemas that change (`sargable.metastore.evolution`): a record keeps the table version it was written at (`v`),
+so a column or struct field the table added later (`TableDefinition.added`) reads as all-NULL in it, which it is
+(the file was written without it); a statistic with no entry for a column the file had stays unknown. A widened
+column's statistics read as values of its new type; those of a `float` widened to `double` were written as the
+shortest text of a single-precision value, so they read as bounds holding both that text's double and its single
+(inexact, no value set): `0.1` stands for 0.10000000149011612 in a file written before.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import Any
 from sargable.errors import MetastoreError, SargableError
 from sargable.metastore.records import TableDefinition
 from sargable.stats import ColumnStats, FileStats
-from sargable.types import INTEGER_RANGES, DataType, convert, format_value
+from sargable.types import INTEGER_RANGES, DataType, convert, float32, format_value, with_struct_leaves
 
 _HEADER = re.compile(rb'\{"path":"((?:[^"\\]|\\.)*)","rows":(\d+),"bytes":(\d+),')
 """The fields `encode_file` writes before the column statistics, matched without parsing the rest of the record."""
@@ -28,7 +35,13 @@ _STATS_FIELDS = frozenset(f.name for f in dataclasses.fields(ColumnStats))
 
 
 def _column_types(table: TableDefinition) -> dict[str, DataType]:
-    return {name: dtype for name, dtype in table.schema}
+    return _schema_types(tuple(table.schema))
+
+
+@lru_cache(maxsize=256)
+def _schema_types(schema: tuple[tuple[str, DataType], ...]) -> dict[str, DataType]:
+    """Columns and struct fields by name (cached: every file of a listing needs them; callers only read it)."""
+    return dict(with_struct_leaves(schema))
 
 
 def _encode_value(value: Any, dtype: DataType) -> Any:
@@ -62,6 +75,7 @@ def encode_file(file: FileStats, table: TableDefinition) -> bytes:
     record: dict[str, Any] = {"path": file.path, "rows": file.row_count, "bytes": file.size_bytes, "columns": columns}
     if file.layout is not None:
         record["layout"] = file.layout
+    record["v"] = table.version
     return json.dumps(record, separators=(",", ":"), allow_nan=False).encode()
 
 
@@ -103,6 +117,36 @@ def _value_decoder(dtype: DataType) -> Callable[[Any], Any]:
     return lambda text: convert(text, dtype)
 
 
+def _from_float(table: TableDefinition) -> frozenset[str]:
+    """The paths (lower case) of the table's columns widened from `float`."""
+    return frozenset(path for path, old in table.widened if old.name == "float")
+
+
+def _single_bounds(stats: dict[str, Any]) -> dict[str, Any]:
+    """Statistics of a column widened from float to double, loosened to hold each bound's single too."""
+    out = {k: v for k, v in stats.items() if k != "distinct"}
+    if out.get("min") is not None:
+        out["min"], out["min_exact"] = min(out["min"], float32(out["min"])), False
+    if out.get("max") is not None:
+        out["max"], out["max_exact"] = max(out["max"], float32(out["max"])), False
+    return out
+
+
+def _added_since(table: TableDefinition, version: int) -> tuple[str, ...]:
+    """The orderable columns and struct fields (as the schema names them) added after `version`."""
+    if not table.added:
+        return ()
+    return _added_after(tuple(table.schema), table.added, version)
+
+
+@lru_cache(maxsize=256)
+def _added_after(
+    schema: tuple[tuple[str, DataType], ...], added: tuple[tuple[str, int], ...], version: int
+) -> tuple[str, ...]:
+    later = {path for path, when in added if when > version}
+    return tuple(n for n, dtype in _schema_types(schema).items() if n.lower() in later and dtype.is_orderable)
+
+
 def decode_file(
     data: bytes, table: TableDefinition, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
 ) -> FileStats:
@@ -114,6 +158,7 @@ def decode_file(
     stored = raw.get("columns")
     if not isinstance(stored, dict):
         raise ValueError(f"the statistics of a file entry are a JSON object, got {stored!r}")
+    singles = _from_float(table) if table.widened else frozenset()
     for name, entry in stored.items():
         if columns is not None and name not in columns:
             continue
@@ -127,7 +172,15 @@ def decode_file(
         for key in _SET_FIELDS:
             if key in kwargs:
                 kwargs[key] = frozenset(None if v is None else decode(v) for v in kwargs[key])
+        if singles and name.lower() in singles and types[name].name == "double":
+            kwargs = _single_bounds(kwargs)
         decoded[name] = ColumnStats(**kwargs)
+    written = raw.get("v", 0)
+    if type(written) is not int:
+        raise ValueError(f"the version of a file entry is an integer, got {written!r}")
+    for name in _added_since(table, written):
+        if name not in decoded and (columns is None or name in columns):
+            decoded[name] = ColumnStats(null_count=rows, nan_count=0, distinct=frozenset())
     layout = raw.get("layout")
     if layout is not None and not isinstance(layout, str):
         raise ValueError(f"the layout of a file entry is a string, got {layout!r}")

@@ -242,11 +242,13 @@ class Metastore:
         properties: Mapping[str, str] | None = None,
         hive: HiveTable | None = None,
         move_folder: bool = False,
+        partition_keys: Sequence[tuple[str, str | DataType]] | None = None,
     ) -> TableDefinition:
-        """Change a table's name, columns (new ones at the end; others only while it lists no files), location,
-        properties (replaced as a whole) or Hive fields in one transaction, never re-creating it: its partitions,
-        files, statistics, indexes, tombstones stay (None leaves a field as it is). With `move_folder` its folder
-        moves to the new location with it (a managed table's rename). See `sargable.metastore.alter`."""
+        """Change a table's name, columns (new ones at the end, types widened; others only while it lists no
+        files), partition keys (a string key widened), location, properties (replaced as a whole) or Hive fields in
+        one transaction, never re-creating it: its partitions, files, statistics, indexes, tombstones stay (None
+        leaves a field as it is). With `move_folder` its folder moves to the new location with it (a managed table's
+        rename). See `sargable.metastore.alter` and `sargable.metastore.evolution`."""
         return alter_table(
             self._store,
             self.warehouse,
@@ -258,6 +260,7 @@ class Metastore:
             properties=properties,
             hive=hive,
             move_folder=move_folder,
+            partition_keys=partition_keys,
         )
 
     def drop_table(self, database: str, name: str) -> None:

@@ -54,6 +54,12 @@ class TableDefinition:
     hive: HiveTable | DamagedFields | None = None
     """The table's Hive fields (type, owner, times, storage descriptor, columns as written...; see
     `sargable.metastore.hive`), None for a table made without them, `DamagedFields` for ones that don't decode."""
+    widened: tuple[tuple[str, DataType], ...] = ()
+    """Columns and struct fields (lower-case paths, `device.version`) whose type was widened, each with the type it
+    had before its first widening: statistics of files written before are read as that type's values."""
+    added: tuple[tuple[str, int], ...] = ()
+    """Columns and struct fields (lower-case paths) added while the table listed files, each with the version that
+    added it: a file registered at an earlier version doesn't hold it, so all its values there are NULL."""
 
     @property
     def qualified_name(self) -> str:
@@ -85,6 +91,10 @@ class TableDefinition:
             raw["files_from_folders"] = True
         if self.hive is not None:
             raw["hive"] = table_raw(self.hive)
+        if self.widened:
+            raw["widened"] = [[n, str(t)] for n, t in self.widened]
+        if self.added:
+            raw["added"] = [[n, v] for n, v in self.added]
         return json.dumps(raw).encode()
 
     @classmethod
@@ -115,6 +125,8 @@ class TableDefinition:
             version=_field(raw, "version", int, minimum=0),
             files_from_folders=folders,
             hive=None if raw.get("hive") is None else table_from_raw(raw["hive"]),
+            widened=_columns(_pairs(raw.get("widened", []), "widened")),
+            added=_added(raw.get("added", [])),
         )
 
 
@@ -154,6 +166,14 @@ def _pairs(value: Any, name: str) -> tuple[tuple[str, str], ...]:
     ):
         raise ValueError(f"{name} {value!r} are not (name, type) pairs")
     return tuple((name, dtype) for name, dtype in value)
+
+
+def _added(value: Any) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int for p in value
+    ):
+        raise ValueError(f"added {value!r} are not (path, version) pairs")
+    return tuple((path, version) for path, version in value)
 
 
 @lru_cache(maxsize=1024)

@@ -27,9 +27,11 @@ from sargable.metastore import files as file_entries
 from sargable.metastore import intents, tombstones, totals
 from sargable.metastore import partitions as partition_rows
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
+from sargable.metastore.alter import change_columns
 from sargable.metastore.caches import PLAN_TEXT_MAX, Caches
 from sargable.metastore.catalog import bump, lock_table, read_table
 from sargable.metastore.commit import CommitResult
+from sargable.metastore.evolution import add_columns, check_keys, widen_column
 from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
 from sargable.metastore.intents import WriteIntent
@@ -480,6 +482,25 @@ class Table:
             merged = {k: v for k, v in {**locked.properties, **changes}.items() if v is not None}
             tombstones.retention_seconds(dataclasses.replace(locked, properties=merged))
             new = bump(self._store, locked, properties=merged)
+        return Table(self._store, self._caches, new)
+
+    def add_columns(self, columns: Sequence[tuple[str, str | DataType]]) -> Table:
+        """Add nullable columns at the end, or fields at the end of a struct (`("device.model", "string")`); files
+        written before read NULL for them. Returns a handle of the new version (see `sargable.metastore.evolution`)."""
+        new = add_columns(self.qualified_name, self.definition.columns, columns)
+        return Table(self._store, self._caches, change_columns(self._store, self.definition, new))
+
+    def widen(self, column: str, dtype: str | DataType) -> Table:
+        """Widen a column's or struct field's type within its family (`int -> bigint`, `float -> double`, decimal
+        precision up); a partition key only from one string type to another. Narrowing or a change of family raises
+        `SchemaChangeError`. Returns a handle of the new version (see `sargable.metastore.evolution`)."""
+        table = self.definition
+        if column.lower() in (n.lower() for n in table.partition_key_names):
+            keys = widen_column(table.qualified_name, table.partition_keys, column, dtype)
+            check_keys(table.qualified_name, table.partition_keys, keys)
+            new = change_columns(self._store, table, table.columns, keys)
+        else:
+            new = change_columns(self._store, table, widen_column(table.qualified_name, table.columns, column, dtype))
         return Table(self._store, self._caches, new)
 
     def create_index(self, column: str) -> Table:

@@ -48,7 +48,7 @@ from sargable.expr.nodes import (
 )
 from sargable.expr.normalize import normalize
 from sargable.expr.truth import TruthValue
-from sargable.types import DataType, parse_type
+from sargable.types import DataType, parse_type, with_struct_leaves
 
 TRUE, FALSE, NULL = int(TruthValue.YES), int(TruthValue.NO), int(TruthValue.NULL)
 ANY = TRUE | FALSE | NULL
@@ -469,7 +469,8 @@ def schema_key(schema: Any) -> tuple[tuple[str, DataType], ...]:
 
 @lru_cache(maxsize=256)
 def _typed_schema(pairs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, DataType], ...]:
-    return tuple((name, parse_type(dtype)) for name, dtype in pairs)
+    """The typed schema with its structs' primitive fields (`device.os`), which file statistics may cover."""
+    return tuple(with_struct_leaves([(name, parse_type(dtype)) for name, dtype in pairs]))
 
 
 @lru_cache(maxsize=256)

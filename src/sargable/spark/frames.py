@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sargable.errors import SargableError
-from sargable.expr import render_sql
+from sargable.expr import columns_of, render_sql
 from sargable.paths import canonical_location, is_s3
 from sargable.scan import Scan
 from sargable.spark.manifest import manifest
@@ -63,7 +63,9 @@ def dataframe(spark: Any, scan: Scan, spark_filters: Sequence[Any] = ()) -> Any:
     if df is None:
         df = files_frame(spark, scan.table, scan.files)
     if scan.residual is not None:
-        df = df.where(render_sql(scan.residual.expr, "spark"))
+        top = {name.lower() for name, _ in scan.table.schema}
+        fields = [name for name in columns_of(scan.residual.expr) if name.lower() not in top]
+        df = df.where(render_sql(scan.residual.expr, "spark", fields=fields))
     for column in spark_filters:
         df = df.where(column)
     return df

@@ -2,7 +2,8 @@
 
 The metastore keeps Hive type names; Spark reads a table with the Spark type of each: `string`, `varchar(n)`
 and `char(n)` read as `StringType` (Spark refuses char/varchar in a read schema), `timestamp` as `TimestampType`
-unless the table property `spark.timestamp_ntz_columns` lists the column (written from a `TimestampNTZType`).
+unless the table property `spark.timestamp_ntz_columns` lists the column (written from a `TimestampNTZType`);
+`binary`, `array<T>`, `map<K,V>` and `struct<...>` (nested to any depth) as their Spark types.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from pyspark.sql import types as T
 
-from sargable.errors import SargableError
+from sargable.errors import SargableError, TypeCoercionError
 from sargable.types import DataType, decimal_type, parse_type
 
 NTZ_PROPERTY = "spark.timestamp_ntz_columns"
@@ -29,6 +30,7 @@ _TO_HIVE: dict[type, str] = {
     T.TimestampType: "timestamp",
     T.TimestampNTZType: "timestamp",
     T.BooleanType: "boolean",
+    T.BinaryType: "binary",
 }
 
 _TO_SPARK: dict[str, T.DataType] = {
@@ -48,20 +50,45 @@ _TO_SPARK: dict[str, T.DataType] = {
 
 
 def hive_type(spark_type: T.DataType, column: str = "?") -> DataType:
-    """The Hive type of a Spark type; types the metastore can't hold (binary, arrays, maps, structs) are an error."""
+    """The Hive type of a Spark type, complex ones (`array<string>`, `map<string,int>`, `struct<os:string>`, nested
+    to any depth) and `binary` included. A `TimestampNTZType` inside a complex type is an error: the table property
+    that marks NTZ columns names top-level columns only."""
     if isinstance(spark_type, T.DecimalType):
         return decimal_type(spark_type.precision, spark_type.scale)
     if isinstance(spark_type, T.VarcharType):
         return parse_type(f"varchar({spark_type.length})")
     if isinstance(spark_type, T.CharType):
         return parse_type(f"char({spark_type.length})")
+    if isinstance(spark_type, (T.ArrayType, T.MapType, T.StructType)):
+        try:
+            return parse_type(str(_complex(spark_type, column)))
+        except TypeCoercionError as exc:
+            raise SargableError(f"column {column} has Spark type {spark_type.simpleString()}: {exc}") from None
     name = _TO_HIVE.get(type(spark_type))
     if name is None:
         raise SargableError(
             f"column {column} has Spark type {spark_type.simpleString()}, which a sargable table can't hold; "
-            "supported: string, tinyint, smallint, int, bigint, float, double, decimal, date, timestamp, boolean"
+            "supported: string, char, varchar, tinyint, smallint, int, bigint, float, double, decimal, date, "
+            "timestamp, timestamp_ntz, boolean, binary, and arrays, maps and structs of them"
         )
     return parse_type(name)
+
+
+def _complex(spark_type: T.DataType, column: str) -> DataType:
+    """The Hive type of a Spark array, map or struct (validated by `parse_type` of its text)."""
+    if isinstance(spark_type, T.TimestampNTZType):
+        raise SargableError(
+            f"column {column} holds a timestamp_ntz inside an array, map or struct, which a sargable table can't "
+            "hold (only top-level timestamp_ntz columns are marked as such); cast it to timestamp"
+        )
+    if isinstance(spark_type, T.ArrayType):
+        return DataType("array", children=(_complex(spark_type.elementType, column),))
+    if isinstance(spark_type, T.MapType):
+        return DataType("map", children=(_complex(spark_type.keyType, column), _complex(spark_type.valueType, column)))
+    if isinstance(spark_type, T.StructType):
+        children = tuple(_complex(f.dataType, column) for f in spark_type.fields)
+        return DataType("struct", children=children, field_names=tuple(f.name for f in spark_type.fields))
+    return hive_type(spark_type, column)
 
 
 def spark_type(dtype: DataType, *, ntz: bool = False) -> T.DataType:
