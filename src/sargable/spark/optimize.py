@@ -43,8 +43,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sargable.curves import Clustering, cut_boundaries
 from sargable.deletion import Deleter
@@ -301,6 +299,9 @@ def _progress(enabled: bool, total: int, table: str) -> tuple[AbstractContextMan
     """A progress bar over the partitions (stderr, only when `enabled`) and the function advancing it."""
     if not enabled:
         return nullcontext(), lambda step, text: None
+    from rich.console import Console  # the driver's bar: a Python worker imports this module without rich
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     progress = Progress(*columns, console=console, transient=True, disable=not console.is_terminal)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from typing import TYPE_CHECKING, Any
 
 from sargable.spark.session import is_connect
+
+if TYPE_CHECKING:  # rich draws on the driver only: a Python worker imports this module without it
+    from rich.console import Console
+    from rich.progress import Progress
 
 POLL_SECONDS = 0.2
 
@@ -27,6 +27,9 @@ def spark_progress(spark: Any, console: Console | None, description: str) -> Ite
     if console is None or not console.is_terminal:
         yield
         return
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn(), console=console, transient=True) as progress:
         task = progress.add_task(escape(description), total=None)

@@ -37,9 +37,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from sargable.deletion import Deleter
 from sargable.errors import DeletionRefusedError, NoSuchObjectError, SargableError
@@ -59,6 +57,9 @@ from sargable.types import DataType
 from sargable.unlisted import UnlistedReport
 from sargable.vacuum import expire_removed
 from sargable.vacuum import vacuum as run_vacuum
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 MODES = ("append", "overwrite")
 PHASES = ("spark write", "listing", "footers", "move", "commit", "cleanup")
@@ -469,7 +470,7 @@ def write(
     if not hasattr(df, "sparkSession") or not hasattr(df, "write"):
         raise SargableError(f"write takes a pyspark DataFrame, got {type(df).__name__}")
     partition_by = _check_partition_by(partition_by, _fields_by_name(df))
-    console = Console(stderr=True) if progress else None
+    console = _console() if progress else None
     with opened(metastore) as ms:
         ensure_registered(df.sparkSession, ms)
         _check_visible(partition_by or [], f"{db}.{name}")
@@ -557,3 +558,10 @@ def vacuum(
     with opened(metastore) as ms:
         result = run_vacuum(ms, db, name, dry_run=dry_run, older_than=older_than)
     return VacuumList(result.garbage if dry_run else result.deleted, result.unlisted)
+
+
+def _console() -> Console:
+    """The driver's console on stderr (rich imported here: a Python worker imports this module without it)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
