@@ -68,8 +68,9 @@ def parse_partition_name(name: str, keys: Sequence[tuple[str, DataType]]) -> tup
 
 
 def value_from_name(text: str, dtype: DataType, column: str) -> Any:
-    """A typed partition value from its (unescaped) Hive string form."""
-    if text == DEFAULT_PARTITION_NAME:
+    """A typed partition value from its (unescaped) Hive string form; `''` of a string key is NULL, as the metastore
+    stores it and as Hive and Spark name it (the default partition)."""
+    if text == DEFAULT_PARTITION_NAME or (text == "" and dtype.is_string):
         return None
     if "\x00" in text:
         raise MetastoreError(f"partition value {text!r} for column {column} holds a NUL character")
