@@ -257,8 +257,9 @@ class Deleter:
 
     def remove_empty_folders(self, path: str) -> list[tuple[str, str]]:
         """Remove `path` (unless it is the table location) and the folders below it that are empty, deepest first,
-        with `rmdir` only; returns the (folder, reason) pairs of those left (not empty, a symlink on the way, ...)."""
-        if self.fs.info(path) is None:
+        with `rmdir` only; returns the (folder, reason) pairs of those left (not empty, a symlink on the way, ...).
+        On an object store there are no folders to remove (and no request is made)."""
+        if self.fs.object_store or self.fs.info(path) is None:
             return []
         top = [] if path == self.location else [path]
         folders = [*top, *(e.path for e in self.fs.walk(path) if e.kind == DIRECTORY)]

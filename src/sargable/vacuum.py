@@ -200,16 +200,16 @@ def _forget_written(
     """Remove the empty staging folders of old unfinished writes; forget the recorded paths whose files are gone or
     listed, and the old writes with nothing left on disk (`old` holds none with a file named by it left on an object
     store). `present` is what a listing of the location found, if one was made (the paths below the location are
-    looked up there, not asked for one by one)."""
+    looked up there, not asked for one by one); a recorded path outside the location is forgotten."""
     for write in old:
         deleter.remove_empty_folders(join_path(deleter.location, STAGING_DIR, write.write_id))
     if old:
         deleter.remove_folder(join_path(deleter.location, STAGING_DIR))
 
     def exists(path: str) -> bool:
-        if present is not None and is_within(path, deleter.location):
-            return path in present
-        return deleter.fs.file_entry(path) is not None
+        if not is_within(path, deleter.location):  # never the table's garbage: nothing to keep it for
+            return False
+        return path in present if present is not None else deleter.fs.file_entry(path) is not None
 
     gone = [path for path in recorded if path in known or not any(exists(form) for form in stored_forms(path))]
     left = {write_id for path, write_id in recorded.items() if path not in gone}
