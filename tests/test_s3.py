@@ -2,15 +2,18 @@
 
 One object has two spellings (`s3a://`, `s3://`): the metastore keeps `s3a://` and accepts both. sargable's pyarrow
 side finds the endpoint and credentials in the AWS_* variables (or `sargable.s3.configure`), never in the
-metastore. The deleter never deletes a key outside its table's prefix, whatever the keys hold (`..`, `//`,
-percent-encoding, unicode, a key named like the table itself): a property test over random key sets against an
-oracle, on both backends. Listings are flat (one LIST per 1,000 keys), planning makes no request at all.
+metastore. Vacuum and the deleter delete only what an unfinished write of the table made (the keys it recorded, and
+those named by its id, `part-<write id>-...`): never a key planted under the prefix, whatever its name, nor one
+outside it, whatever the keys hold (`..`, `//`, percent-encoding, unicode, a key named like the table itself): a
+property test over random key sets against an oracle, on both backends. Listings are flat (one LIST per 1,000
+keys; vacuum makes one), planning makes no request at all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import uuid
 from typing import Any
 from urllib.parse import unquote
@@ -28,9 +31,9 @@ from sargable import s3
 from sargable.cli import main
 from sargable.deletion import Deleter
 from sargable.folders import folder_files
-from sargable.fs import FileSystem
+from sargable.fs import FileSystem, direct_name, direct_write_id
 from sargable.metastore import Metastore
-from sargable.paths import canonical_file_path, canonical_location
+from sargable.paths import canonical_location
 from sargable.types import parse_type
 from sargable.vacuum import vacuum
 
@@ -174,15 +177,26 @@ def test_planning_and_the_cli_make_no_request(s3_server, ms: Metastore, bucket: 
     assert [f.path for f in scan.files] == [f"s3a://{bucket}/cli/ds=b/f.parquet"]
 
 
-def test_sargable_vacuum_on_a_bucket_lists_once_and_deletes_only_garbage(
+def test_sargable_vacuum_on_a_bucket_lists_once_and_deletes_only_what_an_unfinished_write_made(
     s3_server, ms: Metastore, bucket: str, metastore_url: str
 ) -> None:
+    """Garbage on a bucket: the keys an unfinished write recorded, and those named by its id (`part-<write id>-`,
+    found with the one listing the unlisted report shares); planted keys are foreign, whatever their names."""
     client = s3_server.client()
     prefix = f"cli-vacuum-{uuid.uuid4().hex[:6]}"
     ms.create_table("db", "vac", [("x", "int")], [("ds", "string")], location=f"s3a://{bucket}/{prefix}/t")
+    handle = ms.table("db", "vac")
+    write = handle.begin_write().write_id
     kept = [f"{prefix}/t/ds={d}/listed.parquet" for d in "ab"]
-    garbage = [f"{prefix}/t/ds=a/left.parquet", f"{prefix}/t/_sargable_staging/w1/ds=a/part.parquet"]
-    others = [f"{prefix}/t/ds=a/_SUCCESS", f"{prefix}/t2/ds=a/beside.parquet"]
+    garbage = [f"{prefix}/t/ds=a/{direct_name(write, '0-00000')}.parquet", f"{prefix}/t/ds=b/recorded.parquet"]
+    handle.record_write(write, [f"s3://{bucket}/{garbage[1]}", f"s3a://{bucket}/{prefix}/t/ds=c/never.parquet"])
+    others = [
+        f"{prefix}/t/ds=a/left.parquet",
+        f"{prefix}/t/ds=a/{direct_name(uuid.uuid4().hex, '0-00000')}.parquet",
+        f"{prefix}/t/_sargable_staging/{write}/ds=a/part.parquet",
+        f"{prefix}/t/ds=a/_SUCCESS",
+        f"{prefix}/t2/ds=a/{direct_name(write, '0-00000')}.parquet",
+    ]
     for key in [*kept, *garbage, *others]:
         put(client, bucket, key)
     listed = [sg.FileStats(f"s3://{bucket}/{key}", 1, 4, partition={"ds": key.split("ds=")[1][0]}) for key in kept]
@@ -191,14 +205,16 @@ def test_sargable_vacuum_on_a_bucket_lists_once_and_deletes_only_garbage(
     with s3_server.counted() as dry, contextlib.redirect_stdout(out):
         assert main(["--metastore", metastore_url, "vacuum", "db.vac", "--older-than", "0", "--json"]) == 0
     assert dry.count("LIST") == 1 and dry.count("DELETE") == 0
+    assert sorted(json.loads(out.getvalue())["files"]) == sorted(f"s3a://{bucket}/{key}" for key in garbage)
     with s3_server.counted() as deleting, contextlib.redirect_stdout(out):
         assert main(["--metastore", metastore_url, "vacuum", "db.vac", "--older-than", "0", "--delete"]) == 0
-    assert deleting.count("LIST", under=f"{bucket}/{prefix}/t") == 1
+    assert deleting.count("LIST") == deleting.count("LIST", under=f"{bucket}/{prefix}/t") == 1
     assert sorted(unquote(e["path"]).lstrip("/") for e in deleting.of("DELETE")) == sorted(
         f"{bucket}/{key}" for key in garbage
     )
     left = keys_of(client, bucket)
     assert {*kept, *others} <= left and not set(garbage) & left
+    assert ms.table("db", "vac").write_intents() == ([], {}), "the write ended: nothing of it is left"
 
 
 def test_the_deleter_refuses_the_key_named_like_the_table(s3_server, ms: Metastore, bucket: str) -> None:
@@ -217,11 +233,20 @@ def test_the_deleter_refuses_the_key_named_like_the_table(s3_server, ms: Metasto
 
 # ------------------------------------------------------------------------------------------ the deletion property
 
-INSIDE = ["ds=1", "ds=2", "a b", "é", "%2F", "%2E%2E", "..%2F..", "_tmp", ".hidden", "_sargable_staging", "..", ".", ""]
-"""Components of keys under the table prefix (`..`, `.` and empty ones make keys sargable never writes)."""
-OUTSIDE = ["t2/x.parquet", "t", "t%2Fx.parquet", "t.parquet", "u/t/x.parquet", "t2/../t/x"]
-"""Keys beside the table prefix `t`: none of them may ever be deleted."""
-PROBES = ["t2/x.parquet", "t/../t2/x.parquet", "t%2F..%2Ft2/x.parquet", "t", "t/", "t/..", "./t2/x.parquet"]
+WRITE_ID, STRANGER, ENDED = "<write id>", "<stranger>", "<ended>"
+"""Placeholders: the id of the case's unfinished write, a random id no write has, the id of a write that ended."""
+INSIDE = ["ds=1", "ds=2", "a b", "é", "%2F", "%2E%2E", "..%2F..", "_tmp", ".hidden", "_sargable_staging", WRITE_ID]
+ODD = ["..", ".", ""]
+"""Components of keys under the table prefix; ODD ones make keys sargable never writes (their canonical path names
+another key)."""
+LEAVES = ["f.parquet", "g", "_SUCCESS", f"part-{WRITE_ID}-0-00000.parquet", f"part-{STRANGER}-0-00000.parquet",
+          f"part-{ENDED}-0-00000.parquet"]
+OUTSIDE = ["t2/x.parquet", "t", "t%2Fx.parquet", "t.parquet", "u/t/x.parquet", "t2/../t/x",
+           f"t2/part-{WRITE_ID}-0-00000.parquet", f"t%2Fpart-{WRITE_ID}-0-00000.parquet", f"t/../part-{WRITE_ID}-0"]
+"""Keys beside the table prefix `t`: none of them may ever be deleted (some carry the live write's id)."""
+PROBES = ["t2/x.parquet", "t/../t2/x.parquet", "t%2F..%2Ft2/x.parquet", "t", "t/", "t/..", "./t2/x.parquet",
+          f"t2/part-{WRITE_ID}-0-00000.parquet", f"t/../t2/part-{WRITE_ID}-0-00000.parquet",
+          f"t%2Fpart-{WRITE_ID}-0-00000.parquet"]
 """Paths (below the case's prefix) handed to the deleter directly, in both spellings."""
 
 
@@ -231,62 +256,88 @@ def scratch(request, tmp_path_factory, s3_server):
     postgres = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
     with Metastore.open(fresh_url(request.param, root, postgres), warehouse=root / "warehouse") as opened:
         opened.create_database("db")
-        yield opened, s3_server.client(), s3_server.bucket("vacuum")
+        yield opened, s3_server, s3_server.bucket("vacuum")
 
 
 def _plain(parts: list[str]) -> bool:
-    return all(p not in ("", ".", "..") for p in parts)
-
-
-def _visible(parts: list[str]) -> bool:
-    """vacuum's rule, written out: no hidden component (Spark's rule), except in the writers' staging folder."""
-    hidden = any(p.startswith(".") or (p.startswith("_") and "=" not in p) for p in parts)
-    return parts[0] == "_sargable_staging" or not hidden
+    return all(p not in ODD for p in parts)
 
 
 @settings(max_examples=25)
 @given(
     tree=st.lists(
-        st.tuples(st.lists(st.sampled_from(INSIDE), max_size=3), st.sampled_from(["f.parquet", "g", "_SUCCESS"])),
+        st.tuples(
+            st.lists(st.sampled_from(INSIDE + ODD), max_size=3),
+            st.sampled_from(LEAVES),
+            st.sampled_from([None, "s3a", "s3"]),
+        ),
         min_size=1,
         max_size=10,
     ),
     registered=st.lists(st.tuples(st.integers(0, 9), st.sampled_from(["s3a", "s3"])), max_size=5),
-    outside=st.lists(st.sampled_from(OUTSIDE), min_size=1, max_size=4),
+    outside=st.lists(st.tuples(st.sampled_from(OUTSIDE), st.booleans()), min_size=1, max_size=4),
     probes=st.lists(st.tuples(st.sampled_from(PROBES), st.sampled_from(["s3a", "s3"])), max_size=3),
 )
-def test_vacuum_on_s3_deletes_exactly_the_garbage_and_nothing_outside(scratch, tree, registered, outside, probes):
-    ms, client, bucket = scratch
+def test_vacuum_on_s3_deletes_exactly_what_an_unfinished_write_made_and_nothing_else(
+    scratch, tree, registered, outside, probes
+):
+    """Keys planted under the table prefix (also named `part-<hex>-...` like a write's, also under
+    `_sargable_staging/<write id>/`) and keys beside it are never deleted, by vacuum or by the deleter handed them
+    directly; the garbage is exactly what the registered unfinished write made (the keys it recorded, in either
+    spelling, and those named by its id) that no commit lists, deleted with one DELETE each after one listing."""
+    ms, server, bucket = scratch
+    client = server.client()
     case = uuid.uuid4().hex[:10]
     name = f"t{case}"
-    table = ms.create_table("db", name, [("x", "int")], [("ds", "string")], location=f"s3a://{bucket}/{case}/t")
-    inside = {"/".join([*parts, leaf]) for parts, leaf in tree}
+    location = f"s3a://{bucket}/{case}/t"
+    table = ms.create_table("db", name, [("x", "int")], [("ds", "string")], location=location)
+    handle = ms.table("db", name)
+    ended = handle.begin_write().write_id
+    handle.end_write(ended)
+    write = handle.begin_write().write_id
+    ids = {WRITE_ID: write, STRANGER: uuid.uuid4().hex, ENDED: ended}
+
+    def named(text: str) -> str:
+        for placeholder, value in ids.items():
+            text = text.replace(placeholder, value)
+        return text
+
+    inside: dict[str, str | None] = {}
+    for parts, leaf, scheme in tree:
+        inside.setdefault(named("/".join([*parts, leaf])), scheme)
     for key in inside:
         put(client, bucket, f"{case}/t/{key}")
-    for key in outside:
-        put(client, bucket, f"{case}/{key}")
+    outside_keys = {f"{case}/{named(key)}" for key, _ in outside}
+    for key in outside_keys:
+        put(client, bucket, key)
     plain = sorted(k for k in inside if _plain(k.split("/")))
+    recorded = {k for k in plain if inside[k] is not None}
+    spelled = [f"{inside[k]}://{bucket}/{case}/t/{k}" for k in recorded]
+    spelled += [f"s3a://{bucket}/{key}" for (_, record), key in zip(outside, outside_keys) if record]
+    handle.record_write(write, spelled)
+    made = recorded | {k for k in plain if direct_write_id(k.split("/")[-1]) == write}
     listed = set()
     for index, scheme in registered:
-        if plain:
-            key = plain[index % len(plain)]
-            if key not in listed:
-                path = f"{scheme}://{bucket}/{case}/t/{key}"
-                ms.commit("db", name, add_files=[sg.FileStats(path, 1, 4, partition={"ds": "p"})])
-                listed.add(key)
+        if plain and (key := plain[index % len(plain)]) not in listed:
+            path = f"{scheme}://{bucket}/{case}/t/{key}"
+            ms.commit("db", name, add_files=[sg.FileStats(path, 1, 4, partition={"ds": "p"})])
+            listed.add(key)
+    garbage = made - listed
+    planted = set(inside) - made
     deleter = Deleter(ms, table)
-    for probe, scheme in probes:
-        deleter.delete(f"{scheme}://{bucket}/{case}/{probe}")
-    outside_keys = {f"{case}/{key}" for key in outside}
-    assert keys_of(client, bucket) >= outside_keys, "a probe deleted a key outside the table"
-    garbage = {k for k in plain if k not in listed and _visible(k.split("/"))}
-    event(f"garbage: {bool(garbage)}; odd keys: {len(inside) > len(plain)}")
-    result = vacuum(ms, "db", name, dry_run=False)
-    left = keys_of(client, bucket)
-    assert left >= outside_keys
-    assert {f"{case}/t/{k}" for k in listed} <= left
-    assert {k for k in plain if f"{case}/t/{k}" not in left} == garbage
-    assert set(result.deleted) >= {f"s3a://{bucket}/{case}/t/{k}" for k in garbage}
-    odd = inside - set(plain)
-    assert all(canonical_file_path(p).startswith(f"s3a://{bucket}/{case}/t/") for p in result.deleted)
-    assert {f"{case}/t/{k}" for k in odd} <= left, "a key sargable never writes was deleted"
+    for key in [named(p) for p, _ in probes] + [f"t/{k}" for k in sorted(planted) if k in plain]:
+        for scheme in ("s3a", "s3"):
+            deleter.delete(f"{scheme}://{bucket}/{case}/{key}")
+    before = keys_of(client, bucket)
+    assert before >= outside_keys | {f"{case}/t/{k}" for k in inside}, "a probe deleted a planted key"
+    event(f"garbage: {bool(garbage)}; odd keys: {len(inside) > len(plain)}; planted: {bool(planted)}")
+    with server.counted() as requests:
+        result = vacuum(ms, "db", name, dry_run=False)
+    after = {k for k in keys_of(client, bucket) if not k.endswith("/") or k in before}
+    assert before - after == {f"{case}/t/{k}" for k in garbage}
+    assert after - before == set()
+    assert sorted(result.deleted) == sorted(f"{location}/{k}" for k in garbage)
+    assert requests.count("LIST") == requests.count("LIST", under=f"{bucket}/{case}/t") == 1
+    assert sorted(unquote(e["path"]).lstrip("/") for e in requests.of("DELETE")) == sorted(
+        f"{bucket}/{case}/t/{k}" for k in garbage
+    )

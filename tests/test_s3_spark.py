@@ -210,14 +210,51 @@ def test_a_failed_write_leaves_only_what_vacuum_finds(tables: Tables, monkeypatc
         sgs.write(tables.spark.createDataFrame(rows_of(0, 50), SCHEMA), table, metastore=tables.ms, progress=False)
     assert keys_under(tables.server, tables.bucket, prefix) == before, "a failed write removes its own files"
     assert tables.ms.table(table).version == version
+    assert tables.ms.table(table).write_intents() == ([], {}), "and ends its intent"
 
-    definition = tables.ms.get_table("s3", "days")
+    handle = tables.ms.table("s3", "days")
+    definition = handle.definition
     frame = tables.spark.createDataFrame(rows_of(0, 50), SCHEMA).select("id", "amount", "country", "ds")
-    killed = write_files(frame, definition, definition.location)
+    stranger = write_files(frame, definition, definition.location, uuid.uuid4().hex)  # named like a write's: foreign
+    killed = write_files(frame, definition, definition.location, handle.begin_write().write_id)
     assert killed and vacuum(tables.ms, "s3", "days", dry_run=True).garbage == tuple(sorted(f.path for f in killed))
-    deleted = vacuum(tables.ms, "s3", "days", dry_run=False).deleted
+    with tables.server.counted() as requests:
+        deleted = vacuum(tables.ms, "s3", "days", dry_run=False).deleted
     assert sorted(deleted) == sorted(f.path for f in killed)
+    assert requests.count("LIST") == 1 and requests.count("DELETE") == len(killed)
+    strays = {s3.native(f.path).partition("/")[2] for f in stranger}
+    assert keys_under(tables.server, tables.bucket, prefix) == before | strays
+    assert tables.ms.table(table).write_intents() == ([], {}), "vacuum ended the killed write"
+    client = tables.server.client()
+    for key in strays:
+        client.delete_object(Bucket=tables.bucket, Key=key)
+
+
+def test_a_write_whose_spark_job_fails_leaves_its_files_to_vacuum(
+    tables: Tables, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executors wrote files but the driver never got their list: the write's intent stays, so vacuum finds
+    them by the write id in their names (were it ended, they would be foreign for good)."""
+    from sargable.spark import writer
+
+    table, prefix = "s3.days", tables.prefix("s3.days")
+    before = keys_under(tables.server, tables.bucket, prefix)
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        write_files(*args, **kwargs)
+        raise RuntimeError("the job fails after its tasks wrote")
+
+    monkeypatch.setattr(writer, "write_files", failing)
+    with pytest.raises(RuntimeError, match="the job fails"):
+        sgs.write(tables.spark.createDataFrame(rows_of(0, 50), SCHEMA), table, metastore=tables.ms, progress=False)
+    left = keys_under(tables.server, tables.bucket, prefix) - before
+    assert left, "the tasks wrote files"
+    writes, _ = tables.ms.table(table).write_intents()
+    assert len(writes) == 1, "the write's intent stays"
+    assert {s3.native(p).partition("/")[2] for p in vacuum(tables.ms, "s3", "days").garbage} == left
+    vacuum(tables.ms, "s3", "days", dry_run=False)
     assert keys_under(tables.server, tables.bucket, prefix) == before
+    assert tables.ms.table(table).write_intents() == ([], {})
 
 
 def test_spark_sql_through_sargable_serve_creates_fills_and_queries_an_s3a_table(

@@ -27,7 +27,9 @@ a reason, never raised, so callers (vacuum, a write's cleanup after its commit) 
 On an object store (`s3a://`) rule 1 reads: the key is an object (one HEAD request), and the table's prefix is
 compared by path components (`s3a://b/t` does not contain `s3a://b/t2/x`); there are no symlinks to swap in, and
 no folders: a folder is implied by the keys below it, so removing one does nothing (a recursive delete of a prefix
-could take an object written meanwhile; only single keys are deleted).
+could take an object written meanwhile; only single keys are deleted). Rule 6 reads: writes stage nothing there,
+so a file an unfinished write made is one it recorded or one whose name carries its id (`part-<write id>-...`,
+`sargable.fs.direct_name`); a key under `_sargable_staging/<write id>/` is foreign like any other.
 """
 
 from __future__ import annotations
@@ -168,9 +170,10 @@ class Deleter:
                     "planned"
                 )
             parts = relative_parts(path, self.location)
-            staged = parts[1] if len(parts) > 2 and parts[0] == STAGING_DIR else None
-            if staged is None and self.fs.object_store:  # written where it stays, named by its write
+            if self.fs.object_store:  # nothing is staged there: a write's file is written where it stays, named by it
                 staged = direct_write_id(parts[-1])
+            else:
+                staged = parts[1] if len(parts) > 2 and parts[0] == STAGING_DIR else None
             intent = self.ms.write_intent(current, spellings(path), staged)
         except SargableError as exc:
             return f"can't ask the metastore about it: {exc}"
@@ -254,8 +257,9 @@ class Deleter:
 
     def remove_empty_folders(self, path: str) -> list[tuple[str, str]]:
         """Remove `path` (unless it is the table location) and the folders below it that are empty, deepest first,
-        with `rmdir` only; returns the (folder, reason) pairs of those left (not empty, a symlink on the way, ...)."""
-        if self.fs.info(path) is None:
+        with `rmdir` only; returns the (folder, reason) pairs of those left (not empty, a symlink on the way, ...).
+        On an object store there are no folders to remove (and no request is made)."""
+        if self.fs.object_store or self.fs.info(path) is None:
             return []
         top = [] if path == self.location else [path]
         folders = [*top, *(e.path for e in self.fs.walk(path) if e.kind == DIRECTORY)]

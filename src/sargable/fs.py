@@ -17,7 +17,7 @@ import posixpath
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -136,11 +136,17 @@ class FileSystem:
         changed = info.mtime.timestamp() if info.mtime is not None else time.time()
         return Entry(self._public(info.path), kind, info.size or 0, changed)
 
-    def walk(self, path: str, descend: Callable[[Entry], bool] = lambda entry: True) -> Iterator[Entry]:
+    def walk(
+        self,
+        path: str,
+        descend: Callable[[Entry], bool] = lambda entry: True,
+        listing: Sequence[Entry] | None = None,
+    ) -> Iterator[Entry]:
         """Every entry below `path` (not `path` itself), folder by folder. Symlinks are reported and never followed;
-        a directory is reported, then descended into when `descend(entry)` says so."""
+        a directory is reported, then descended into when `descend(entry)` says so. On an object store `listing`
+        may hand in the entries of a walk of `path` made before (`list(walk(path))`): walked again with no request."""
         if self.object_store:
-            yield from self._walk_flat(path, descend)
+            yield from self._walk_flat(path, descend, listing)
             return
         pending = [path]
         while pending:
@@ -148,10 +154,15 @@ class FileSystem:
             yield from children
             pending.extend(e.path for e in reversed(children) if e.kind == DIRECTORY and descend(e))
 
-    def _walk_flat(self, path: str, descend: Callable[[Entry], bool]) -> Iterator[Entry]:
-        """`walk` from one recursive listing: the entries in path order, none below a folder `descend` refuses."""
-        selector = pafs.FileSelector(self.native(path), recursive=True, allow_not_found=True)
-        entries = sorted((self._entry(info) for info in self.fs.get_file_info(selector)), key=lambda e: e.path)
+    def _walk_flat(
+        self, path: str, descend: Callable[[Entry], bool], listing: Sequence[Entry] | None
+    ) -> Iterator[Entry]:
+        """`walk` from one recursive listing (or `listing`): the entries in path order, none below a folder
+        `descend` refuses."""
+        if listing is None:
+            selector = pafs.FileSelector(self.native(path), recursive=True, allow_not_found=True)
+            listing = [self._entry(info) for info in self.fs.get_file_info(selector)]
+        entries = sorted(listing, key=lambda e: e.path)
         refused: set[tuple[str, ...]] = set()
         for entry in entries:
             parts = relative_parts(entry.path, path)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import posixpath
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sargable.errors import PathError, SargableError
@@ -150,10 +150,12 @@ def find_unlisted(
     min_age: float,
     skip: Iterable[str] = (),
     progress: Callable[[int], None] | None = None,
+    listing: Sequence[Entry] | None = None,
 ) -> UnlistedReport:
     """The table's unlisted files that have not changed for `min_age` seconds (see the module docstring), in path
     order; `skip` names paths reported elsewhere (vacuum's own garbage and what it keeps); `progress` is called with
-    the number of entries walked so far, at each folder and every `PROGRESS_EVERY` entries."""
+    the number of entries walked so far, at each folder and every `PROGRESS_EVERY` entries. On an object store,
+    `listing` hands in a walk of the location made before (vacuum's), so the prefix is listed once."""
     try:
         location = canonical_location(table.location, relative=False)
     except PathError as exc:
@@ -184,7 +186,7 @@ def find_unlisted(
         return zone_ok(entry) and not owners.covers(forms(entry))
 
     found = []
-    for entry in fs.walk(location, descend):
+    for entry in fs.walk(location, descend, listing):
         walked += 1
         if progress is not None and (entry.kind == DIRECTORY or walked % PROGRESS_EVERY == 0):
             progress(walked)

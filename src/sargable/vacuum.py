@@ -7,7 +7,9 @@ folder for files no table lists: it starts from what the metastore says sargable
 
 - the files in the staging folder (`_sargable_staging/<write id>/`) of each unfinished write of the table that was
   begun for the location the table has now, and the final paths such a write recorded before moving its files
-  into the table (`sargable.metastore.intents`);
+  into the table (`sargable.metastore.intents`); on an object store, where writes stage nothing and put each file
+  where it stays, the recorded paths and the files whose names carry such a write's id (`part-<write id>-...`,
+  `sargable.fs.direct_name`), found with one listing of the location (shared with the unlisted report);
 - the files commits removed from the table (their tombstones, `sargable.metastore.tombstones`): those removed less
   than the table's retention ago are reported as kept, with the time they have left.
 
@@ -20,7 +22,7 @@ one named like sargable's files) is foreign: vacuum does not list it.
 
 After deleting, the folders of old unfinished writes are removed if empty (`rmdir` only), and the metastore forgets
 what is gone: tombstones of removed files no longer on disk, recorded paths that are gone or listed, and old writes
-with nothing left.
+with nothing left (on an object store, no file named by the write left either).
 
 `expire_removed` deletes only the files commits removed whose retention has passed (what `optimize` runs after its
 commit), whatever their age on disk: a tombstone proves the file was committed, so no write is still making it.
@@ -141,13 +143,17 @@ def vacuum(
     cutoff = time.time() - older_than
     candidates = {form for path, write_id in recorded.items() if write_id in live for form in stored_forms(path)}
     candidates |= {form for t in removed for form in stored_forms(t.path)}
+    candidates = {path for path in candidates if is_within(path, location)}
     garbage: list[str] = []
     kept: list[tuple[str, str]] = []
-    entries = {path: entry for path in sorted(candidates) if (entry := deleter.fs.info(path)) is not None}
+    listing = None
     if deleter.fs.object_store and live:  # files written where they stay: found by the write id in their names
-        entries.update(
-            (e.path, e) for e in deleter.fs.walk(location) if direct_write_id(posixpath.basename(e.path)) in live
-        )
+        listing = list(deleter.fs.walk(location))
+        entries = {
+            e.path: e for e in listing if e.path in candidates or direct_write_id(posixpath.basename(e.path)) in live
+        }
+    else:
+        entries = {path: entry for path in sorted(candidates) if (entry := deleter.fs.info(path)) is not None}
     for write in writes if not deleter.fs.object_store else ():
         entries.update((e.path, e) for e in deleter.fs.walk(join_path(location, STAGING_DIR, write.write_id)))
     for entry in entries.values():
@@ -170,29 +176,42 @@ def vacuum(
             else:
                 kept.append((path, reason))
         _forget_gone(ms.table(database, table), deleter)
-        _forget_written(ms.table(database, table), deleter, [w for w in writes if w.started <= cutoff], recorded, known)
+        left = set(entries) - set(deleted) - known if deleter.fs.object_store else set()
+        named = {direct_write_id(posixpath.basename(path)) for path in left}
+        old = [w for w in writes if w.started <= cutoff and w.write_id not in named]
+        present = None if listing is None else {e.path for e in listing} - set(deleted)
+        _forget_written(ms.table(database, table), deleter, old, recorded, known, present)
     report = UnlistedReport()
     if unlisted:
         seen = candidates | set(entries) | {path for path, _ in kept}
         min_age = max(handle.retention_seconds, float(older_than))
-        report = find_unlisted(ms, tbl, min_age=min_age, skip=seen, progress=progress)
+        report = find_unlisted(ms, tbl, min_age=min_age, skip=seen, progress=progress, listing=listing)
     return VacuumResult(tbl.qualified_name, tuple(garbage), tuple(deleted), tuple(kept), report)
 
 
 def _forget_written(
-    table: Table, deleter: Deleter, old: list[WriteIntent], recorded: dict[str, str], known: set[str]
+    table: Table,
+    deleter: Deleter,
+    old: list[WriteIntent],
+    recorded: dict[str, str],
+    known: set[str],
+    present: set[str] | None,
 ) -> None:
     """Remove the empty staging folders of old unfinished writes; forget the recorded paths whose files are gone or
-    listed, and the old writes with nothing left on disk."""
+    listed, and the old writes with nothing left on disk (`old` holds none with a file named by it left on an object
+    store). `present` is what a listing of the location found, if one was made (the paths below the location are
+    looked up there, not asked for one by one); a recorded path outside the location is forgotten."""
     for write in old:
         deleter.remove_empty_folders(join_path(deleter.location, STAGING_DIR, write.write_id))
     if old:
         deleter.remove_folder(join_path(deleter.location, STAGING_DIR))
-    gone = [
-        path
-        for path in recorded
-        if path in known or all(deleter.fs.file_entry(form) is None for form in stored_forms(path))
-    ]
+
+    def exists(path: str) -> bool:
+        if not is_within(path, deleter.location):  # never the table's garbage: nothing to keep it for
+            return False
+        return path in present if present is not None else deleter.fs.file_entry(path) is not None
+
+    gone = [path for path in recorded if path in known or not any(exists(form) for form in stored_forms(path))]
     left = {write_id for path, write_id in recorded.items() if path not in gone}
     ended = [
         w.write_id

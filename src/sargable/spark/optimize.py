@@ -403,6 +403,7 @@ def _rewrite(
     staging = new_staging(deleter)
     moved: list[str] = []
     removed = [f.path for entry in batch for f in entry.rewrite]
+    files = None
     try:
         with job_description(spark, f"sargable optimize {table.qualified_name}: batch {number} of {batches}"):
             frame = _arranged(spark, table, plan, batch, sample_rows)
@@ -418,6 +419,6 @@ def _rewrite(
             f"{batch[0].partition}): {exc}; its new files were deleted, {done}run optimize again"
         ) from None
     except BaseException:
-        discard(deleter, moved, staging)
+        discard(deleter, moved, staging, complete=files is not None or bool(moved))
         raise
     return version, files, discard(deleter, [], staging)

@@ -313,18 +313,21 @@ def _handle(deleter: Deleter) -> Table:
     return deleter.ms.table(deleter.table.database, deleter.table.name)
 
 
-def discard(deleter: Deleter, paths: Sequence[str], staging: str) -> list[str]:
+def discard(deleter: Deleter, paths: Sequence[str], staging: str, *, complete: bool = True) -> list[str]:
     """Delete a write's own files (moved into the table but not committed, and its staging folder), through
     `sargable.deletion`; returns what could not be removed (a file that a table lists is never deleted). When
-    nothing is left, the write's intent ends (else `vacuum` finds what is left through it)."""
+    nothing is left, the write's intent ends (else `vacuum` finds what is left through it).
+
+    `complete=False` says the write's Spark job failed before handing back its files: on an object store, where
+    they are written where they stay and not in a staging folder, the ones its tasks wrote are not in `paths`, so
+    the intent stays and `vacuum` finds them by the write id in their names."""
     failures = [f"{path}: {reason}" for path in paths if (reason := deleter.delete(path)) is not None]
-    if deleter.fs.object_store:  # nothing staged: the files were written where they stay
-        if not failures:
-            _handle(deleter).end_write(posixpath.basename(staging))
-        return failures
     try:
-        failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
-        deleter.remove_folder(posixpath.dirname(staging))
+        if not deleter.fs.object_store:
+            failures.extend(f"{path}: {reason}" for path, reason in deleter.clear(staging))
+            deleter.remove_folder(posixpath.dirname(staging))
+        elif not complete:
+            return failures
         if not failures:
             _handle(deleter).end_write(posixpath.basename(staging))
     except (OSError, SargableError) as exc:
@@ -483,6 +486,7 @@ def write(
         staging = new_staging(deleter)
         moved: list[str] = []
         phases: dict[str, float] = {}
+        files = None
         try:
             files = stage(df, tbl, deleter, staging, moved, console, phases=phases)
             specs = list({tuple(f.partition.items()): f.partition for f in files if f.partition}.values())
@@ -492,7 +496,7 @@ def write(
             ):
                 version, replaced = _commit(ms, tbl, files, specs, mode)
         except BaseException:
-            discard(deleter, moved, staging)
+            discard(deleter, moved, staging, complete=files is not None or bool(moved))
             raise
         with _timed(phases, "cleanup"):
             failures = discard(deleter, [], staging)
