@@ -351,7 +351,7 @@ def test_killed_write_leaves_orphans_for_vacuum(spark: Any, spark_metastore: Any
         """Stands in for the process dying: nothing after it runs, not even the cleanup."""
 
     monkeypatch.setattr(spark_metastore, "commit", lambda *a, **k: (_ for _ in ()).throw(Killed()))
-    monkeypatch.setattr(writer, "discard", lambda *args: [])
+    monkeypatch.setattr(writer, "discard", lambda *args, **kwargs: [])
     with pytest.raises(Killed):
         sgs.write(df, table, metastore=spark_metastore, progress=False)
     monkeypatch.undo()

@@ -65,6 +65,7 @@ def written(spark, spark_metastore) -> dict[str, Any]:
     rows = [(i, *(v[i] if i < len(v) else None for *_, v in CASES)) for i in range(width)]
     source = spark.createDataFrame(rows, T.StructType(fields))
     sgs.write(source, "types.every", partition_by=[], metastore=spark_metastore, progress=False)
+    sgs.register(spark, spark_metastore)  # the shared session's data source reads this module's metastore
     read = sgs.read(spark, "types.every", metastore=spark_metastore)
     return {
         "source": source.orderBy("id").collect(),
@@ -104,6 +105,7 @@ def test_struct_fields_filter_and_old_files_read_through_schema_changes(spark, s
     `n`, `f` widened, files written before read NULL for what is new and their values widened, and a widened float
     is compared as the double it is (0.1f > 0.1)."""
     ms, name = spark_metastore, "types.evolving"
+    sgs.register(spark, ms)  # the shared session's data source reads this module's metastore
     old = "n int, f float, device struct<os:string,version:string>"
     first = spark.createDataFrame([(1, 0.1, ("ios", "17"))], old)
     sgs.write(first, name, partition_by=[], metastore=ms, progress=False)
