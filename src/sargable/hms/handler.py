@@ -840,17 +840,13 @@ class Handler(ThriftHiveMetastore.Iface):
     def check_lock(self, rqst: Any) -> Any:
         if rqst.txnid:
             raise locking.no_transactions("check_lock", rqst.txnid)
-        try:
+        with locking.UnknownLocks():
             return locking.response(locks.check(self._store(), rqst.lockid, now=time.time()))
-        except locks.NoSuchLockError as exc:
-            raise locking.no_such_lock(exc) from None
 
     @_hive_api
     def unlock(self, rqst: Any) -> None:
-        try:
+        with locking.UnknownLocks():
             locks.release(self._store(), rqst.lockid, now=time.time())
-        except locks.NoSuchLockError as exc:
-            raise locking.no_such_lock(exc) from None
 
     @_hive_api
     def heartbeat(self, ids: Any) -> None:
@@ -858,10 +854,8 @@ class Handler(ThriftHiveMetastore.Iface):
             raise locking.no_transactions("heartbeat", ids.txnid)
         if not ids.lockid:
             return
-        try:
+        with locking.UnknownLocks():
             locks.heartbeat(self._store(), ids.lockid, now=time.time())
-        except locks.NoSuchLockError as exc:
-            raise locking.no_such_lock(exc) from None
 
     @_hive_api
     def show_locks(self, rqst: Any) -> Any:

@@ -57,8 +57,17 @@ def no_transactions(method: str, txnid: int) -> Exception:
     )
 
 
-def no_such_lock(exc: locks.NoSuchLockError) -> Exception:
-    return ttypes.NoSuchLockException(message=str(exc))
+class UnknownLocks:
+    """Within it, a lock id that is unknown or expired is Hive's `NoSuchLockException` (a class, not a generator:
+    Thrift's exceptions are frozen, and a generator context manager sets their traceback)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, locks.NoSuchLockError):
+            raise ttypes.NoSuchLockException(message=str(exc)) from None
+        return False
 
 
 def components(request: Any) -> list[LockComponent]:
