@@ -256,8 +256,8 @@ class Run:
     ingest: list[dict[str, Any]]
 
 
-def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
-    """Create `bench.<table>` and add its partitions in batches; seconds per batch."""
+def _create_table(client: Client, table: str, location: str) -> None:
+    """`bench.<table>` `(x int, y string)` partitioned by `(ds string, hr int)`, external, at `location`."""
     client.thrift.create_table(
         ttypes.Table(
             tableName=table,
@@ -269,6 +269,11 @@ def load_table(client: Client, table: str, location: str, size: int, batch: int)
             tableType="EXTERNAL_TABLE",
         )
     )
+
+
+def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
+    """Create `bench.<table>` and add its partitions in batches; seconds per batch."""
+    _create_table(client, table, location)
     seconds = []
     values = _values(size)
     for start in range(0, size, batch):
@@ -317,17 +322,7 @@ def hive_sql_load(database_url: str, client: Client, table: str, location: str, 
     PARTITION_KEY_VALS; then DataNucleus's id sequences moved past them. Seconds taken (the SQL part)."""
     import psycopg
 
-    client.thrift.create_table(
-        ttypes.Table(
-            tableName=table,
-            dbName=DB,
-            owner="bench",
-            sd=_sd(location),
-            partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
-            parameters={},
-            tableType="EXTERNAL_TABLE",
-        )
-    )
+    _create_table(client, table, location)
     ds, hr = _values(1)[0]
     first = ttypes.Partition(
         values=[ds, str(hr)], dbName=DB, tableName=table, sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
