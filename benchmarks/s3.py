@@ -44,32 +44,18 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from hms_server import SargableServe  # noqa: E402
-from s3_fixtures import ACCESS_KEY, REGION, SECRET_KEY, S3Server  # noqa: E402
+from s3_fixtures import ACCESS_KEY, SECRET_KEY, S3Server, S3ServerError, client_settings, start_s3_server  # noqa: E402
 
 START = dt.date(2024, 1, 1)
 KINDS = ("LIST", "HEAD", "GET", "PUT", "DELETE", "COPY")
 
 
 def start_server() -> S3Server:
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "s3_server.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().decode()
-    if not line.startswith("s3_server: http://"):
-        raise SystemExit(f"the S3 server did not start: {line!r}")
-    server = S3Server(line.split()[1], process)
-    os.environ.update(
-        AWS_ENDPOINT_URL=server.endpoint,
-        AWS_ACCESS_KEY_ID=ACCESS_KEY,
-        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-        AWS_REGION=REGION,
-        AWS_EC2_METADATA_DISABLED="true",
-        SPARK_LOCAL_IP="127.0.0.1",
-    )
+    try:
+        server = start_s3_server()
+    except S3ServerError as exc:
+        raise SystemExit(str(exc)) from None
+    os.environ.update(client_settings(server), SPARK_LOCAL_IP="127.0.0.1")
     return server
 
 

@@ -106,9 +106,12 @@ class S3Server:
         urllib.request.urlopen(request, timeout=30).close()
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """The session's S3 server; sargable's pyarrow side reaches it through the AWS_* variables set here."""
+class S3ServerError(RuntimeError):
+    """The S3 server (scripts/s3_server.py) did not start."""
+
+
+def start_s3_server() -> S3Server:
+    """Start `scripts/s3_server.py` on a free port of 127.0.0.1 (it exits when its stdin closes)."""
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "scripts" / "s3_server.py")],
         stdin=subprocess.PIPE,
@@ -119,21 +122,36 @@ def s3_server() -> Iterator[S3Server]:
     line = process.stdout.readline().decode()
     if not line.startswith("s3_server: http://"):
         process.kill()
-        pytest.fail(f"the S3 server (scripts/s3_server.py, moto) did not start: {line!r}")
-    endpoint = line.split()[1]
-    settings = {
-        "AWS_ENDPOINT_URL": endpoint,
+        raise S3ServerError(f"the S3 server (scripts/s3_server.py, moto) did not start: {line!r}")
+    return S3Server(line.split()[1], process)
+
+
+def client_settings(server: S3Server) -> dict[str, str]:
+    """The standard AWS variables that point pyarrow, boto3 and sargable at `server`."""
+    return {
+        "AWS_ENDPOINT_URL": server.endpoint,
         "AWS_ACCESS_KEY_ID": ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
         "AWS_REGION": REGION,
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The session's S3 server; sargable's pyarrow side reaches it through the AWS_* variables set here."""
+    try:
+        server = start_s3_server()
+    except S3ServerError as exc:
+        pytest.fail(str(exc))
+    process = server.process
+    settings = client_settings(server)
     saved = {name: os.environ.get(name) for name in [*settings, "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"]}
     os.environ.update(settings)
     os.environ.pop("AWS_ENDPOINT_URL_S3", None)
     os.environ.pop("AWS_PROFILE", None)
     try:
-        yield S3Server(endpoint, process)
+        yield server
     finally:
         for name, value in saved.items():
             if value is None:
