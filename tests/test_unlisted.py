@@ -401,3 +401,25 @@ def test_the_walk_holds_what_it_reports_not_what_it_sees(metastore: Metastore, t
         assert report.files == () and report.walked == folders * 21
     held = 190 * 20 * 300  # the extra entries, at ~300 bytes each, had the walk kept them
     assert peaks[1] - peaks[0] < held / 2, peaks
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    registered=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 11)), max_size=12),
+    asked=st.lists(st.integers(0, 11), max_size=12),
+    uri=st.booleans(),
+)
+def test_listed_paths_is_tables_listing_of_each_path(scratch, registered, asked, uri):
+    ms, root = scratch
+    case = root / uuid.uuid4().hex[:10]
+    names = [f"l{case.name}{i}" for i in range(3)]
+    for name in names:
+        ms.create_table("db", name, [("x", "int")], [], str(case / name))
+    paths = [str(case / "data" / f"f{i}.parquet") for i in range(12)]
+    for table, i in dict.fromkeys(registered):
+        stored = f"file://{paths[i]}" if uri else paths[i]
+        if not ms.table("db", names[table]).has_file(stored):
+            ms.commit("db", names[table], add_files=[sg.FileStats(stored, 1, 4)])
+    wanted = [paths[i] for i in asked]
+    assert ms.listed_paths(wanted) == {p for p in wanted if ms.tables_listing(p)}
+    assert ms.listed_paths(wanted) == {paths[i] for _, i in registered if i in asked}

@@ -198,14 +198,11 @@ def find_unlisted(
         if owners.covers(here) or owners.read_as_data(here):
             continue
         found.append(entry)
-    files = []
-    for entry in found:
-        try:
-            if ms.tables_listing(entry.path):
-                continue
-        except SargableError as exc:
-            return UnlistedReport(min_age=min_age, walked=walked, not_made=f"can't ask the metastore: {exc}")
-        files.append(UnlistedFile(entry.path, entry.size, entry.changed))
+    try:
+        listed = ms.listed_paths(entry.path for entry in found)
+    except SargableError as exc:
+        return UnlistedReport(min_age=min_age, walked=walked, not_made=f"can't ask the metastore: {exc}")
+    files = [UnlistedFile(e.path, e.size, e.changed) for e in found if e.path not in listed]
     if progress is not None:
         progress(walked)
     return UnlistedReport(tuple(sorted(files, key=lambda f: f.path)), min_age, walked)

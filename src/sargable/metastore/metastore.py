@@ -210,6 +210,21 @@ class Metastore:
                 if self._store.multi_get(FILE_PATHS, [path_key(table, spelling) for spelling in spellings(path)])
             ]
 
+    def listed_paths(self, paths: Iterable[str]) -> set[str]:
+        """Those of the canonical `paths` some table lists under any spelling, read from one snapshot with one
+        lookup per table: `tables_listing` for many paths at once (what the unlisted-files report asks)."""
+        remaining = list(dict.fromkeys(paths))
+        found: set[str] = set()
+        with self.snapshot():
+            for table in catalog.all_tables(self._store):
+                if not remaining:
+                    break
+                keys = {path: [path_key(table, s) for s in spellings(path)] for path in remaining}
+                present = self._store.multi_get(FILE_PATHS, [k for ks in keys.values() for k in ks])
+                found.update(path for path, ks in keys.items() if any(k in present for k in ks))
+                remaining = [path for path in remaining if path not in found]
+        return found
+
     def tombstones(self, table: TableDefinition, paths: Iterable[str]) -> list[Tombstone]:
         """The tombstones of these paths (as the table may have stored them) in a table, by its id: what
         `sargable.deletion` asks right before it deletes a file (a dropped table has none)."""
