@@ -48,9 +48,11 @@ RUN_MIN = 8
 """Consecutive integer key values from which a run is planned as one range (a year of date keys: one scan)."""
 MAX_RUNS = 64
 """Runs planned as ranges at most; a key set more scattered than that is planned as gets."""
-BLOCKS_MIN_FILES = 2_000
+BLOCKS_MIN_FILES = 500
 """A file filter on data columns reads the statistics blocks (`Table.files_matching`) when the selected partitions
-hold about this many files or more; fewer are read file by file (one multi-range read, cheaper than the blocks)."""
+hold about this many files or more; fewer are read file by file (one multi-range read, cheaper than the blocks:
+over 100,000 files, 100 selected files plan as fast either way, 300 a third faster through the blocks, 3,000 six
+times faster)."""
 SUMMARY_MAX = 2_000
 """Report texts longer than this are cut (a long key set's IN list would flood a report)."""
 
