@@ -3,7 +3,8 @@ path selects (differential), never drops a file holding a matching row (soundnes
 through files added and removed across commits, replaced partitions, added and widened columns and compaction, on
 both backends; and a clustered table's equality reads one block.
 
-The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions.
+The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions, and files
+go to the blocks at once (`PENDING_MAX = 1`) unless a test draws otherwise.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ _tables = count()
 def _tiny_blocks() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(statblocks, "BLOCK_ROWS", 3)
+        patch.setattr(statblocks, "PENDING_MAX", 1)
         yield
 
 
@@ -213,6 +215,7 @@ def test_blocks_select_what_the_per_file_path_selects_and_drop_no_matching_file(
     history = History(backend, [(f"c{i}", t) for i, t in enumerate(columns)])
     with pytest.MonkeyPatch.context() as patch:  # compacting at once, or after dead marks of several commits
         patch.setattr(statblocks, "COMPACT_FRACTION", data.draw(st.sampled_from([1, 4])))
+        patch.setattr(statblocks, "PENDING_MAX", data.draw(st.sampled_from([1, 3, 100])))
         for _ in range(data.draw(st.integers(1, 6))):
             history.step(data.draw)
     table = history.table

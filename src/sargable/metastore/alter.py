@@ -40,7 +40,7 @@ from sargable.metastore.catalog import (
     read_table,
 )
 from sargable.metastore.filecodec import decode_header
-from sargable.metastore.files import iter_keyed_files, path_key
+from sargable.metastore.files import entries, path_key
 from sargable.metastore.hive import HiveTable
 from sargable.metastore.indexes import index_keys
 from sargable.metastore.layout import layout_of
@@ -313,6 +313,6 @@ def _relocate(store: Store, table: TableDefinition, moved: Relocation, location:
     if keeps_blocks(store, table.table_id):
         from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping blocks only
 
-        statblocks.build(store, table, iter_keyed_files(store, table))  # the files' keys changed
+        statblocks.build(store, table, entries(store, table))  # the files' keys changed
     tombstones.rebase(store, table.table_id, moved)
     intents.rebase(store, table.table_id, location, moved)

@@ -21,7 +21,7 @@ from typing import Any
 from sargable.errors import AlreadyExistsError, CommitConflictError, MetastoreError
 from sargable.metastore import files, partitions, tombstones, totals
 from sargable.metastore.catalog import bump
-from sargable.metastore.filecodec import decode_file, encode_file
+from sargable.metastore.filecodec import encode_file
 from sargable.metastore.records import TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, FILES, keeps_blocks
 from sargable.stats import FileStats
@@ -82,8 +82,7 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
     """Write a prepared commit (inside a transaction, the table's row locked); bumps the table's version.
 
     A table that keeps statistics blocks (`statblocks`) gets the added files' rows and the removed files' dead
-    marks in the same transaction (the rows of the records as stored, so they read as the per-file path reads them);
-    a table listing no file starts keeping them."""
+    marks in the same transaction; a table listing no file starts keeping them."""
     blocks = (change.added or change.removed or change.replaced) and (
         keeps_blocks(store, table.table_id) or not files.lists_files(store, table)
     )
@@ -131,7 +130,7 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
     store.put_many(FILES, file_rows)
     if blocks:
         statblocks.removed(store, table, removed_keys)
-        statblocks.added(store, table, [(k, decode_file(blob, table)) for k, blob in file_rows])
+        statblocks.added(store, table, file_rows)
     store.put_many(FILE_PATHS, [(pk, fk) for pk, (fk, _) in zip(path_keys, file_rows, strict=True)])
     added = TableStats(
         partitions_added,

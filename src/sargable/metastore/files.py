@@ -116,13 +116,9 @@ def iter_files(
         yield file
 
 
-def iter_keyed_files(store: Store, table: TableDefinition) -> Iterator[tuple[bytes, FileStats]]:
-    """(key, record with every column's statistics) of each of the table's files, in key order."""
-    for key, value in store.scan(FILES, *key_range(layout_of(table).prefix)):
-        try:
-            yield key, decode_file(value, table)
-        except DECODE_ERRORS as exc:
-            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+def entries(store: Store, table: TableDefinition) -> Iterator[tuple[bytes, bytes]]:
+    """(key, stored entry) of each of the table's files, in key order."""
+    return store.scan(FILES, *key_range(layout_of(table).prefix))
 
 
 def files_at(

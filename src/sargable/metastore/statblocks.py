@@ -46,9 +46,10 @@ import pyarrow.compute as pc
 from sargable import keys as keycodec
 from sargable.errors import PushdownError, StatisticsError
 from sargable.expr.like import prefix_successor
+from sargable.metastore.filecodec import decode_file
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import TableDefinition
-from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, blocks_state_key, damaged, key_range
+from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, FILES, blocks_state_key, damaged, key_range
 from sargable.skipping import FileStatsTable
 from sargable.skipping.table import arrow_type, stats_struct_type
 from sargable.stats import UNKNOWN, ColumnStats, FileStats
@@ -61,21 +62,29 @@ COMPACT_FRACTION = 4
 """A table's blocks are compacted when more than 1 / COMPACT_FRACTION of their rows are dead (and at least
 `BLOCK_ROWS // COMPACT_FRACTION`), so the work is paid for by the removals that made them dead."""
 
-_STATE = struct.Struct(">qqq")
-"""The state row: next block id, live rows, dead rows (rows per column; every column's blocks have the same files)."""
+PENDING_MAX = 128
+"""Files of small commits wait as pending marks (their keys only) until this many have come, and are then written to
+the blocks together: a commit of one file then costs a few point writes, not a rewrite of every column's last
+block. A scan takes every pending file as a candidate (its per-file step decides), reading at most this many file
+entries more."""
+
+_STATE = struct.Struct(">qqqq")
+"""The state row: next block id, live files, dead rows, pending files (every column's blocks have the same files)."""
 _VERSION = struct.Struct(">q")
-_DIRECTORY, _BLOCK, _DEAD = b"d", b"b", b"x"
+_DIRECTORY, _BLOCK, _DEAD, _PENDING = b"d", b"b", b"x", b"p"
 UNUSABLE = b""
 """A directory value saying the column's blocks can't be kept (statistics with no Arrow form): never read."""
 
 
 @dataclass
 class State:
-    """A table's block bookkeeping: the next block id, and its rows (per column) live and dead."""
+    """A table's block bookkeeping: the next block id, its live files, its dead rows (per column) and its files not
+    yet in the blocks (pending)."""
 
     next_id: int
     live: int
     dead: int
+    pending: int
 
 
 def _prefix(table: TableDefinition, kind: bytes) -> bytes:
@@ -103,13 +112,14 @@ def read_state(store: Store, table: TableDefinition) -> State | None:
 
 
 def _put_state(store: Store, table: TableDefinition, state: State) -> None:
-    store.put(BLOCKS, blocks_state_key(table.table_id), _STATE.pack(state.next_id, state.live, state.dead))
+    raw = _STATE.pack(state.next_id, state.live, state.dead, state.pending)
+    store.put(BLOCKS, blocks_state_key(table.table_id), raw)
 
 
 def start(store: Store, table: TableDefinition) -> State:
     """Keep blocks for a table that lists no file (nothing to build); returns its state."""
     store.delete_range(BLOCKS, *key_range(table_prefix(table.table_id)))
-    state = State(0, 0, 0)
+    state = State(0, 0, 0, 0)
     _put_state(store, table, state)
     return state
 
@@ -258,27 +268,57 @@ def _read_block(table: TableDefinition, key: bytes, raw: bytes | None) -> pa.Rec
 # -- writing -------------------------------------------------------------------------------------------------------
 
 
-def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, FileStats]]) -> None:
-    """Add rows for the files a commit adds (key in `files`, record) to every column's blocks (inside the commit's
-    transaction; the table keeps blocks)."""
+def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, bytes]], *, now: bool = False) -> None:
+    """Take the files a commit adds (key and stored entry in `files`) into the blocks (inside the commit's
+    transaction; the table keeps blocks): as pending marks while fewer than `PENDING_MAX` wait (unless `now`), else
+    together with the pending ones as rows of every column's blocks, read from their entries as the per-file path
+    reads them."""
     state = read_state(store, table)
     if state is None or not files:
         return
+    state.live += len(files)
+    if not now and state.pending + len(files) < PENDING_MAX:
+        store.put_many(BLOCKS, [(_prefix(table, _PENDING) + key, b"") for key, _ in files])
+        state.pending += len(files)
+        _put_state(store, table, state)
+        return
+    entries = [*_take_pending(store, table, state), *files]
+    decoded = []
+    for key, value in entries:
+        try:
+            decoded.append((key, decode_file(value, table)))
+        except DECODE_ERRORS as exc:
+            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
     for name, dtype in block_columns(table):
         key = _directory_key(table, name)
         raw = store.get(BLOCKS, key)
         if raw == UNUSABLE:
             continue
         try:
-            rows = _rows(files, name, dtype, table.version)
+            rows = _rows(decoded, name, dtype, table.version)
         except StatisticsError:
             _give_up(store, table, key, raw)
             continue
         directory = [] if raw is None else _read_directory(store, table, key, raw)
         _append(store, table, state, directory, _sorted_by_min(rows), dtype)
         store.put(BLOCKS, key, _ipc(_directory_batch(directory, dtype)))
-    state.live += len(files)
     _put_state(store, table, state)
+
+
+def _pending_keys(store: Store, table: TableDefinition) -> list[bytes]:
+    start, stop = key_range(_prefix(table, _PENDING))
+    return [key[len(start) :] for key, _ in store.scan(BLOCKS, start, stop)]
+
+
+def _take_pending(store: Store, table: TableDefinition, state: State) -> list[tuple[bytes, bytes]]:
+    """The entries of the pending files the table still lists (their marks dropped)."""
+    if not state.pending:
+        return []
+    keys = _pending_keys(store, table)
+    store.delete_range(BLOCKS, *key_range(_prefix(table, _PENDING)))
+    state.pending = 0
+    found = store.multi_get(FILES, keys) if keys else {}
+    return [(key, found[key]) for key in keys if key in found]
 
 
 def _give_up(store: Store, table: TableDefinition, key: bytes, raw: bytes | None) -> None:
@@ -381,7 +421,7 @@ def compact(store: Store, table: TableDefinition) -> None:
             live = max(live, rows.num_rows)
         store.put(BLOCKS, key, _ipc(_directory_batch(new_directory, dtype)))
     store.delete_range(BLOCKS, dead_start, dead_stop)
-    state.live, state.dead = live, 0
+    state.live, state.dead = live + state.pending, 0
     _put_state(store, table, state)
 
 
@@ -395,11 +435,11 @@ def _without_dead(rows: pa.RecordBatch, dead: pa.Table, added_at: int | None) ->
     return rows.filter(keep)
 
 
-def build(store: Store, table: TableDefinition, files: Iterable[tuple[bytes, FileStats]]) -> None:
-    """(Re)build a table's blocks from its files (key in `files`, record with every column's statistics), sorted by
-    min: for tables made before blocks existed, and after keys change (a folder move)."""
+def build(store: Store, table: TableDefinition, files: Iterable[tuple[bytes, bytes]]) -> None:
+    """(Re)build a table's blocks from its files (key and stored entry in `files`), sorted by min: for tables made
+    before blocks existed, and after keys change (a folder move)."""
     start(store, table)
-    added(store, table, list(files))
+    added(store, table, list(files), now=True)
 
 
 # -- reading -------------------------------------------------------------------------------------------------------
@@ -409,7 +449,8 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
     """The keys in `files` (sorted) of the files whose blocks' statistics may match the bound filter `where`, a
     superset of those the per-file path keeps (and maybe of files removed since); None when no column `where` names
     has usable blocks (the per-file path decides)."""
-    if read_state(store, table) is None:
+    state = read_state(store, table)
+    if state is None:
         return None
     schema = list(table.schema)
     names = {c.lower() for c in where.columns}
@@ -435,7 +476,10 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
         kept = found if kept is None else kept.filter(pc.is_in(kept, value_set=found))
     if kept is None:
         return None
-    return sorted(set(kept.to_pylist()))
+    found = set(kept.to_pylist())
+    if state.pending:
+        found.update(_pending_keys(store, table))
+    return sorted(found)
 
 
 def _matches_all_null(where: Any, name: str, dtype: DataType, schema: list[tuple[str, DataType]]) -> bool:
