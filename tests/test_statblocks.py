@@ -1,7 +1,7 @@
-"""Statistics blocks (`sargable.metastore.statblocks`): a scan that reads them selects exactly the files the per-file
-path selects (differential), never drops a file holding a matching row (soundness, against the rows themselves),
-through files added and removed across commits, replaced partitions, added and widened columns and compaction, on
-both backends; and a clustered table's equality reads one block.
+"""Statistics blocks (`sargable.metastore.statblocks`, `blockstate`): a scan that reads them selects exactly the
+files the per-file path selects (differential), never drops a file holding a matching row (soundness, against the
+rows themselves), through files added and removed across commits, replaced partitions, added and widened columns
+and compaction, on both backends; a clustered table's equality reads one block; a small commit loads no pyarrow.
 
 The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions, and files
 go to the blocks at once (`PENDING_MAX = 1`) unless a test draws otherwise.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from itertools import count
 from typing import Any
@@ -26,8 +28,9 @@ from sargable import scan as scan_module
 from sargable.expr import bind_filter
 from sargable.expr.evaluate import evaluate
 from sargable.expr.like import prefix_successor
-from sargable.metastore import statblocks
-from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key
+from sargable.metastore import blockstate
+from sargable.metastore.layout import table_prefix
+from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key, key_range
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import float32, parse_type
 from strategies import pools_of, predicates, tables
@@ -41,8 +44,8 @@ _tables = count()
 @pytest.fixture(scope="module", autouse=True)
 def _tiny_blocks() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(statblocks, "BLOCK_ROWS", 3)
-        patch.setattr(statblocks, "PENDING_MAX", 1)
+        patch.setattr(blockstate, "BLOCK_ROWS", 3)
+        patch.setattr(blockstate, "PENDING_MAX", 1)
         yield
 
 
@@ -214,8 +217,8 @@ def test_blocks_select_what_the_per_file_path_selects_and_drop_no_matching_file(
     columns = data.draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=3))
     history = History(backend, [(f"c{i}", t) for i, t in enumerate(columns)])
     with pytest.MonkeyPatch.context() as patch:  # compacting at once, or after dead marks of several commits
-        patch.setattr(statblocks, "COMPACT_FRACTION", data.draw(st.sampled_from([1, 4])))
-        patch.setattr(statblocks, "PENDING_MAX", data.draw(st.sampled_from([1, 3, 100])))
+        patch.setattr(blockstate, "COMPACT_FRACTION", data.draw(st.sampled_from([1, 4])))
+        patch.setattr(blockstate, "PENDING_MAX", data.draw(st.sampled_from([1, 3, 100])))
         for _ in range(data.draw(st.integers(1, 6))):
             history.step(data.draw)
     table = history.table
@@ -309,7 +312,7 @@ def test_removing_files_compacts_the_blocks_sorted_by_min(
     paths = sorted(f.path for f in table.files(stats=False))
     table.commit(remove_files=paths[:20])  # a third of the rows dead: compacted in this commit
     definition = table.refresh().definition
-    state = statblocks.read_state(metastore.store, definition)
+    state = blockstate.read_state(metastore.store, definition)
     assert state is not None and (state.live, state.dead) == (40, 0)
     reads = _blocks_read(metastore, monkeypatch)
     remaining = {int(p.rsplit("/f", 1)[1].split(".")[0]) for p in paths[20:]}
@@ -321,7 +324,7 @@ def test_removing_files_compacts_the_blocks_sorted_by_min(
 
 def test_a_table_without_blocks_takes_the_per_file_path_until_they_are_built(metastore: sg.Metastore) -> None:
     table = _clustered(metastore, 12)
-    statblocks.forget_table(metastore.store, table.table_id)  # as a table made before blocks existed
+    metastore.store.delete_range(BLOCKS, *key_range(table_prefix(table.table_id)))  # as before blocks existed
     bound = bind_filter("user_id = 35", table.schema)
     assert table.files_matching(bound) is None
     table.commit(add_files=[FileStats("g.parquet", 1, 1, {"user_id": ColumnStats(35, 35, 0)}, {"p": 0})])
@@ -398,7 +401,26 @@ def test_a_file_removed_and_listed_again_in_one_commit_survives_compaction(metas
     )
     assert _same(table, "c = 100") == ["f0.parquet"]
     table.refresh().commit(remove_files=[f.path for f in table.refresh().files(stats=False)][4:])  # compacts
-    state = statblocks.read_state(metastore.store, table.refresh().definition)
+    state = blockstate.read_state(metastore.store, table.refresh().definition)
     assert state is not None and state.dead == 0
     assert _same(table, "c = 100") == ["f0.parquet"]
     assert _same(table, "c = 0") == []
+
+
+def test_a_small_commit_loads_no_pyarrow(tmp_path: Any) -> None:
+    code = (
+        "import sys, sargable as sg\n"
+        "with sg.Metastore.open(sys.argv[1], warehouse=sys.argv[2]) as ms:\n"
+        "    ms.create_database('d')\n"
+        "    ms.create_table('d', 't', [('x', 'int')], [('p', 'int')])\n"
+        "    for i in range(3):\n"
+        "        ms.table('d.t').commit(add_files=[sg.FileStats(f'{i}.parquet', 1, 1, {'x': sg.ColumnStats(i, i, 0)},"
+        " {'p': i})])\n"
+        "    ms.table('d.t').commit(remove_files=[ms.table('d.t').files(stats=False)[0].path])\n"
+        "print('pyarrow' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, f"sqlite:///{tmp_path / 'm.db'}", str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 
 from sargable.errors import AlreadyExistsError, MetastoreError, PathError
-from sargable.metastore import evolution, intents, tombstones
+from sargable.metastore import blockstate, evolution, intents, tombstones
 from sargable.metastore.catalog import (
     all_tables,
     bump,
@@ -157,9 +157,7 @@ def change_columns(
         locked = lock_table(store, table.database, table.name, validated=table)
         widened, added = _check_columns(store, locked, cols, keys)
         if cols != locked.columns and keeps_blocks(store, locked.table_id) and not _lists_files(store, locked):
-            from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping blocks only
-
-            statblocks.start(store, locked)  # columns free to change: the old blocks hold dead rows only
+            blockstate.start(store, locked)  # columns free to change: the old blocks hold dead rows only
         return bump(
             store,
             locked,

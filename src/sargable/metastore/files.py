@@ -11,6 +11,7 @@ from typing import Any
 
 from sargable import keys
 from sargable.errors import MetastoreError, PathError
+from sargable.metastore import blockstate
 from sargable.metastore.filecodec import decode_file, decode_header
 from sargable.metastore.layout import layout_of, table_prefix
 from sargable.metastore.records import Partition, TableDefinition, TableStats
@@ -180,7 +181,5 @@ def delete_in(store: Store, table: TableDefinition, values: tuple[Any, ...]) -> 
         files, size, rows = files + 1, size + size_bytes, rows + row_count
     store.delete_range(FILES, start, stop)
     if removed and keeps_blocks(store, table.table_id):
-        from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping statistics blocks only
-
-        statblocks.removed(store, table, removed)
+        blockstate.mark_dead(store, table, removed)
     return TableStats(0, files, size, rows)

@@ -34,99 +34,24 @@ Tables created before blocks existed have none (no state row): they keep the per
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sargable import keys as keycodec
 from sargable.errors import PushdownError, StatisticsError
 from sargable.expr.like import prefix_successor
+from sargable.metastore import blockstate
 from sargable.metastore.filecodec import decode_file
-from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import TableDefinition
-from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, FILES, blocks_state_key, damaged, key_range
+from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, FILES, damaged, key_range
 from sargable.skipping import FileStatsTable
 from sargable.skipping.table import arrow_type, stats_struct_type
 from sargable.stats import UNKNOWN, ColumnStats, FileStats
 from sargable.store import Store
-from sargable.types import STRING, DataType, with_struct_leaves
-
-BLOCK_ROWS = 2048
-"""Files per block at most: a block is read whole, and the directory has a row per block."""
-COMPACT_FRACTION = 4
-"""A table's blocks are compacted when more than 1 / COMPACT_FRACTION of their rows are dead (and at least
-`BLOCK_ROWS // COMPACT_FRACTION`), so the work is paid for by the removals that made them dead."""
-
-PENDING_MAX = 128
-"""Files of small commits wait as pending marks (their keys only) until this many have come, and are then written to
-the blocks together: a commit of one file then costs a few point writes, not a rewrite of every column's last
-block. A scan takes every pending file as a candidate (its per-file step decides), reading at most this many file
-entries more."""
-
-_STATE = struct.Struct(">qqqq")
-"""The state row: next block id, live files, dead rows, pending files (every column's blocks have the same files)."""
-_VERSION = struct.Struct(">q")
-_DIRECTORY, _BLOCK, _DEAD, _PENDING = b"d", b"b", b"x", b"p"
-UNUSABLE = b""
-"""A directory value saying the column's blocks can't be kept (statistics with no Arrow form): never read."""
-
-
-@dataclass
-class State:
-    """A table's block bookkeeping: the next block id, its live files, its dead rows (per column) and its files not
-    yet in the blocks (pending)."""
-
-    next_id: int
-    live: int
-    dead: int
-    pending: int
-
-
-def _prefix(table: TableDefinition, kind: bytes) -> bytes:
-    return table_prefix(table.table_id) + kind
-
-
-def _directory_key(table: TableDefinition, column: str) -> bytes:
-    return _prefix(table, _DIRECTORY) + keycodec.encode([column.lower()], [STRING])
-
-
-def _block_key(table: TableDefinition, block_id: int) -> bytes:
-    return _prefix(table, _BLOCK) + _VERSION.pack(block_id)
-
-
-def read_state(store: Store, table: TableDefinition) -> State | None:
-    """The table's block state, None when it keeps no blocks."""
-    key = blocks_state_key(table.table_id)
-    raw = store.get(BLOCKS, key)
-    if raw is None:
-        return None
-    try:
-        return State(*_STATE.unpack(raw))
-    except DECODE_ERRORS as exc:
-        raise damaged(BLOCKS, key, f"the block state of {table.qualified_name}", exc) from None
-
-
-def _put_state(store: Store, table: TableDefinition, state: State) -> None:
-    raw = _STATE.pack(state.next_id, state.live, state.dead, state.pending)
-    store.put(BLOCKS, blocks_state_key(table.table_id), raw)
-
-
-def start(store: Store, table: TableDefinition) -> State:
-    """Keep blocks for a table that lists no file (nothing to build); returns its state."""
-    store.delete_range(BLOCKS, *key_range(table_prefix(table.table_id)))
-    state = State(0, 0, 0, 0)
-    _put_state(store, table, state)
-    return state
-
-
-def forget_table(store: Store, table_id: int) -> None:
-    """Drop every block, directory, dead mark and the state of a table."""
-    store.delete_range(BLOCKS, *key_range(table_prefix(table_id)))
+from sargable.types import DataType, with_struct_leaves
 
 
 def block_columns(table: TableDefinition) -> list[tuple[str, DataType]]:
@@ -268,21 +193,14 @@ def _read_block(table: TableDefinition, key: bytes, raw: bytes | None) -> pa.Rec
 # -- writing -------------------------------------------------------------------------------------------------------
 
 
-def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, bytes]], *, now: bool = False) -> None:
-    """Take the files a commit adds (key and stored entry in `files`) into the blocks (inside the commit's
-    transaction; the table keeps blocks): as pending marks while fewer than `PENDING_MAX` wait (unless `now`), else
-    together with the pending ones as rows of every column's blocks, read from their entries as the per-file path
-    reads them."""
-    state = read_state(store, table)
-    if state is None or not files:
+def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, bytes]]) -> None:
+    """Write the files a commit adds (key and stored entry in `files`) and the pending ones (`blockstate`) as rows of
+    every column's blocks, read from their entries as the per-file path reads them (inside the commit's
+    transaction; the table keeps blocks)."""
+    state = blockstate.read_state(store, table)
+    if state is None:
         return
-    state.live += len(files)
-    if not now and state.pending + len(files) < PENDING_MAX:
-        store.put_many(BLOCKS, [(_prefix(table, _PENDING) + key, b"") for key, _ in files])
-        state.pending += len(files)
-        _put_state(store, table, state)
-        return
-    entries = [*_take_pending(store, table, state), *files]
+    entries = [*blockstate.take_pending(store, table, state), *files]
     decoded = []
     for key, value in entries:
         try:
@@ -290,9 +208,9 @@ def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, byt
         except DECODE_ERRORS as exc:
             raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
     for name, dtype in block_columns(table):
-        key = _directory_key(table, name)
+        key = blockstate.directory_key(table, name)
         raw = store.get(BLOCKS, key)
-        if raw == UNUSABLE:
+        if raw == blockstate.UNUSABLE:
             continue
         try:
             rows = _rows(decoded, name, dtype, table.version)
@@ -302,49 +220,33 @@ def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, byt
         directory = [] if raw is None else _read_directory(store, table, key, raw)
         _append(store, table, state, directory, _sorted_by_min(rows), dtype)
         store.put(BLOCKS, key, _ipc(_directory_batch(directory, dtype)))
-    _put_state(store, table, state)
-
-
-def _pending_keys(store: Store, table: TableDefinition) -> list[bytes]:
-    start, stop = key_range(_prefix(table, _PENDING))
-    return [key[len(start) :] for key, _ in store.scan(BLOCKS, start, stop)]
-
-
-def _take_pending(store: Store, table: TableDefinition, state: State) -> list[tuple[bytes, bytes]]:
-    """The entries of the pending files the table still lists (their marks dropped)."""
-    if not state.pending:
-        return []
-    keys = _pending_keys(store, table)
-    store.delete_range(BLOCKS, *key_range(_prefix(table, _PENDING)))
-    state.pending = 0
-    found = store.multi_get(FILES, keys) if keys else {}
-    return [(key, found[key]) for key in keys if key in found]
+    blockstate.put_state(store, table, state)
 
 
 def _give_up(store: Store, table: TableDefinition, key: bytes, raw: bytes | None) -> None:
     """Stop keeping a column's blocks (its statistics have no Arrow form): they are dropped and never read."""
     if raw is not None:
         for entry in _read_directory(store, table, key, raw):
-            store.delete(BLOCKS, _block_key(table, entry["id"]))
-    store.put(BLOCKS, key, UNUSABLE)
+            store.delete(BLOCKS, blockstate.block_key(table, entry["id"]))
+    store.put(BLOCKS, key, blockstate.UNUSABLE)
 
 
 def _append(
     store: Store,
     table: TableDefinition,
-    state: State,
+    state: blockstate.State,
     directory: list[dict[str, Any]],
     rows: pa.RecordBatch,
     dtype: DataType,
 ) -> None:
     """Write sorted rows as new blocks at the end of a column's directory, merging the small blocks before them."""
-    for offset in range(0, rows.num_rows, BLOCK_ROWS):
-        chunk = rows.slice(offset, BLOCK_ROWS)
+    for offset in range(0, rows.num_rows, blockstate.BLOCK_ROWS):
+        chunk = rows.slice(offset, blockstate.BLOCK_ROWS)
         while directory and chunk.num_rows >= directory[-1]["entries"] and (
-            directory[-1]["entries"] + chunk.num_rows <= BLOCK_ROWS
+            directory[-1]["entries"] + chunk.num_rows <= blockstate.BLOCK_ROWS
         ):
             last = directory.pop()
-            block_key = _block_key(table, last["id"])
+            block_key = blockstate.block_key(table, last["id"])
             merged = _read_block(table, block_key, store.get(BLOCKS, block_key))
             store.delete(BLOCKS, block_key)
             chunk = _sorted_by_min(_concat([merged, chunk], dtype))
@@ -352,12 +254,16 @@ def _append(
 
 
 def _write_block(
-    store: Store, table: TableDefinition, state: State, directory: list[dict[str, Any]], rows: pa.RecordBatch,
+    store: Store,
+    table: TableDefinition,
+    state: blockstate.State,
+    directory: list[dict[str, Any]],
+    rows: pa.RecordBatch,
     dtype: DataType,
 ) -> None:
     block_id = state.next_id
     state.next_id += 1
-    store.put(BLOCKS, _block_key(table, block_id), _ipc(rows))
+    store.put(BLOCKS, blockstate.block_key(table, block_id), _ipc(rows))
     directory.append({"id": block_id, **_summary(rows, dtype)})
 
 
@@ -370,43 +276,28 @@ def _concat(batches: list[pa.RecordBatch], dtype: DataType) -> pa.RecordBatch:
     return rows.combine_chunks().to_batches()[0]
 
 
-def removed(store: Store, table: TableDefinition, file_keys: Iterable[bytes]) -> None:
-    """Mark the rows of files a commit removes as dead (inside its transaction); compacts when they pile up."""
-    state = read_state(store, table)
-    if state is None:
-        return
-    marks = [(_prefix(table, _DEAD) + key, _VERSION.pack(table.version)) for key in file_keys]
-    if not marks:
-        return
-    store.put_many(BLOCKS, marks)
-    state.live -= len(marks)
-    state.dead += len(marks)
-    _put_state(store, table, state)
-    if state.dead > max(BLOCK_ROWS, state.live) // COMPACT_FRACTION:
-        compact(store, table)
-
-
 def compact(store: Store, table: TableDefinition) -> None:
     """Rewrite every column's blocks without dead rows (and rows of a column older than the column), sorted by min
     across the table, and forget the dead marks."""
-    state = read_state(store, table)
+    state = blockstate.read_state(store, table)
     if state is None:
         return
-    dead_start, dead_stop = key_range(_prefix(table, _DEAD))
+    dead_start, dead_stop = key_range(blockstate.prefix(table, blockstate.DEAD))
     skip = len(dead_start)
-    marks = [(key[skip:], _VERSION.unpack(value)[0]) for key, value in store.scan(BLOCKS, dead_start, dead_stop)]
+    scanned = store.scan(BLOCKS, dead_start, dead_stop)
+    marks = [(key[skip:], blockstate.VERSION.unpack(value)[0]) for key, value in scanned]
     dead = pa.table(
         {"key": pa.array([k for k, _ in marks], pa.binary()), "removed": pa.array([v for _, v in marks], pa.int64())}
     )
     added_at = {path: when for path, when in table.added}
     live = 0
     for name, dtype in block_columns(table):
-        key = _directory_key(table, name)
+        key = blockstate.directory_key(table, name)
         raw = store.get(BLOCKS, key)
-        if raw is None or raw == UNUSABLE:
+        if raw is None or raw == blockstate.UNUSABLE:
             continue
         directory = _read_directory(store, table, key, raw)
-        block_keys = [_block_key(table, e["id"]) for e in directory]
+        block_keys = [blockstate.block_key(table, e["id"]) for e in directory]
         found = store.multi_get(BLOCKS, block_keys)
         batches = [_read_block(table, k, found.get(k)) for k in block_keys]
         for k in block_keys:
@@ -416,13 +307,13 @@ def compact(store: Store, table: TableDefinition) -> None:
         if rows is not None and rows.num_rows:
             rows = _without_dead(rows, dead, added_at.get(name.lower()))
             rows = _sorted_by_min(rows)
-            for offset in range(0, rows.num_rows, BLOCK_ROWS):
-                _write_block(store, table, state, new_directory, rows.slice(offset, BLOCK_ROWS), dtype)
+            for offset in range(0, rows.num_rows, blockstate.BLOCK_ROWS):
+                _write_block(store, table, state, new_directory, rows.slice(offset, blockstate.BLOCK_ROWS), dtype)
             live = max(live, rows.num_rows)
         store.put(BLOCKS, key, _ipc(_directory_batch(new_directory, dtype)))
     store.delete_range(BLOCKS, dead_start, dead_stop)
     state.live, state.dead = live + state.pending, 0
-    _put_state(store, table, state)
+    blockstate.put_state(store, table, state)
 
 
 def _without_dead(rows: pa.RecordBatch, dead: pa.Table, added_at: int | None) -> pa.RecordBatch:
@@ -438,8 +329,11 @@ def _without_dead(rows: pa.RecordBatch, dead: pa.Table, added_at: int | None) ->
 def build(store: Store, table: TableDefinition, files: Iterable[tuple[bytes, bytes]]) -> None:
     """(Re)build a table's blocks from its files (key and stored entry in `files`), sorted by min: for tables made
     before blocks existed, and after keys change (a folder move)."""
-    start(store, table)
-    added(store, table, list(files), now=True)
+    listed = list(files)
+    state = blockstate.start(store, table)
+    state.live = len(listed)
+    blockstate.put_state(store, table, state)
+    added(store, table, listed)
 
 
 # -- reading -------------------------------------------------------------------------------------------------------
@@ -449,7 +343,7 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
     """The keys in `files` (sorted) of the files whose blocks' statistics may match the bound filter `where`, a
     superset of those the per-file path keeps (and maybe of files removed since); None when no column `where` names
     has usable blocks (the per-file path decides)."""
-    state = read_state(store, table)
+    state = blockstate.read_state(store, table)
     if state is None:
         return None
     schema = list(table.schema)
@@ -457,14 +351,14 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
     columns = [(n, t) for n, t in block_columns(table) if n.lower() in names]
     if not columns:
         return None
-    directory_keys = [_directory_key(table, n) for n, _ in columns]
+    directory_keys = [blockstate.directory_key(table, n) for n, _ in columns]
     directories = store.multi_get(BLOCKS, directory_keys)
     added_at = {path: when for path, when in table.added}
     singles = {path for path, old in table.widened if old.name == "float"}
     kept: pa.Array | None = None
     for (name, dtype), key in zip(columns, directory_keys, strict=True):
         raw = directories.get(key)
-        if raw is None or raw == UNUSABLE:
+        if raw is None or raw == blockstate.UNUSABLE:
             continue
         since = added_at.get(name.lower())
         if since is not None and _matches_all_null(where, name, dtype, schema):
@@ -478,7 +372,7 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
         return None
     found = set(kept.to_pylist())
     if state.pending:
-        found.update(_pending_keys(store, table))
+        found.update(blockstate.pending_keys(store, table))
     return sorted(found)
 
 
@@ -520,7 +414,7 @@ def _column_candidates(
     except StatisticsError:
         return None
     ids = batch.column("id").filter(blocks).to_pylist()
-    block_keys = [_block_key(table, i) for i in ids]
+    block_keys = [blockstate.block_key(table, i) for i in ids]
     found = store.multi_get(BLOCKS, block_keys) if block_keys else {}
     keys = []
     for block_key in block_keys:
