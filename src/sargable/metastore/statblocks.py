@@ -2,26 +2,27 @@
 every file's record.
 
 For each column and struct leaf with an Arrow type (`arrow_type`), the statistics of the table's files are kept in
-blocks of up to `BLOCK_ROWS` rows, each an Arrow IPC stream: per file its key in `files`, the table version the row
-was written at, its row count and its statistics in the `FileStatsTable` layout (`stats_struct_type`: min, max,
-NULL and NaN counts, exactness, value sets). Every file a commit adds gets a row in every column's blocks (unknown
-statistics where it has none). Each column also has a small directory: per block its files, rows, lowest min,
-highest bound and NULL / NaN counts, which read as one file holding every file of the block (`_summary`), so that
-the same evaluator that skips files skips blocks.
+blocks of up to `blockstate.BLOCK_ROWS` rows, each an Arrow IPC stream: per file its key in `files`, the table
+version the row was written at, its row count and its statistics in the `FileStatsTable` layout
+(`stats_struct_type`: min, max, NULL and NaN counts, exactness, value sets). Every file a commit adds gets a row in
+every column's blocks (unknown statistics where it has none). Each column also has a small directory: per block its
+files, rows, lowest min, highest bound and NULL / NaN counts, which read as one file holding every file of the block
+(`_summary`), so that the same evaluator that skips files skips blocks.
 
 A scan asks `candidates` for the keys of the files whose statistics may match its file filter: for each column the
 filter names, the directory, then only the blocks whose summary may match, evaluated over Arrow columns (no
 `FileStats` built); the columns' candidates intersect (each is a superset of the files that may match). The scan
 then reads those files' records and runs its per-file step over them, so its result is the per-file path's exactly.
 
-Blocks are written in the transaction of the commit that adds the files (`added`): a commit's rows sorted by min are
-cut into new blocks, and small blocks at the end are merged while the last is no bigger than half the new one (a
-binary counter: every row is rewritten O(log BLOCK_ROWS) times). A removed file's rows stay until compaction; the
-commit records a dead mark (its key and the version removing it), and a row is dead when a mark of its key is of a
-later version than the row. When dead rows pass a quarter of the rows (`compact`), every column's blocks are
-rewritten without them, sorted by min across the table, so that files clustered on a column (`sgs.optimize`) give
-blocks of disjoint ranges and an equality reads one or two. Candidates are checked against `files` by the scan's
-read, so a dead row is never a wrong answer, only a wasted one.
+Blocks are written in the transaction of the commit that adds the files: a commit of few files only notes them as
+pending (`blockstate.pend`; a scan takes pending files as candidates); once `blockstate.PENDING_MAX` wait, they
+and the commit's files, sorted by min, are cut into new blocks (`added`), and small blocks at the end are merged
+while the last is no bigger than the new one (a binary counter: every row is rewritten O(log BLOCK_ROWS) times). A
+removed file's rows stay until compaction: the commit records a dead mark (its key and the version removing it), and
+a row is dead when a mark of its key is of a later version than the row. When dead rows pass a quarter of the rows
+(`compact`), every column's blocks are rewritten without them, sorted by min across the table, so that files
+clustered on a column (`sgs.optimize`) give blocks of disjoint ranges and an equality reads one or two. Candidates
+are checked against `files` by the scan's read, so a dead row is never a wrong answer, only a wasted one.
 
 Schema changes follow `filecodec`: a column added after a row was written is all-NULL in that file, and has no rows
 in its blocks for it; a column whose filter may match an all-NULL file is then not used (the per-file step decides).
@@ -29,7 +30,7 @@ A widened column's statistics are cast to the new type; those of a `float` widen
 single-precision step each way, which holds every bound the per-file path reads (`filecodec._single_bounds`).
 
 Tables created before blocks existed have none (no state row): they keep the per-file path until
-`Table.build_stats_blocks` builds them; a table that lists no file gets them at its next commit.
+`Table.build_stats_blocks` builds them (`build`); a table that lists no file gets them at its next commit.
 """
 
 from __future__ import annotations
