@@ -49,7 +49,7 @@ from sargable.metastore.filecodec import decode_file
 from sargable.metastore.records import TableDefinition
 from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, FILES, damaged, key_range
 from sargable.skipping import FileStatsTable
-from sargable.skipping.table import arrow_type, stats_struct_type
+from sargable.skipping.table import STAT_FIELDS, arrow_type, stats_struct_type
 from sargable.stats import UNKNOWN, ColumnStats, FileStats
 from sargable.store import Store
 from sargable.types import DataType, with_struct_leaves
@@ -175,20 +175,45 @@ def _directory_batch(entries: list[dict[str, Any]], dtype: DataType) -> pa.Recor
     )
 
 
-def _read_directory(store: Store, table: TableDefinition, key: bytes, raw: bytes) -> list[dict[str, Any]]:
+BLOCK_COLUMNS = ("key", "version", "row_count", "stats")
+DIRECTORY_COLUMNS = ("id", "entries", "row_count", "lo", "hi", "null_count", "nan_count")
+_READ_ERRORS = (*DECODE_ERRORS, pa.ArrowException, OSError)
+"""What a damaged IPC stream raises (pyarrow reports some as OSError)."""
+
+
+def _decoded(table: TableDefinition, key: bytes, raw: bytes | None, what: str, names: Sequence[str]) -> pa.RecordBatch:
+    """A stored block or directory, with the columns it must have (damage names its key)."""
     try:
-        return _read_ipc(raw).to_pylist()
-    except (*DECODE_ERRORS, pa.ArrowException) as exc:
-        raise damaged(BLOCKS, key, f"a block directory of {table.qualified_name}", exc) from None
+        if raw is None:
+            raise KeyError("missing")
+        batch = _read_ipc(raw)
+        missing = [n for n in names if n not in batch.schema.names]
+        if missing:
+            raise KeyError(f"no column {missing[0]!r}")
+        counts = [batch.schema.field(n).type for n in names if n in ("version", "row_count", "id", "entries")]
+        if any(t != pa.int64() for t in counts):
+            raise TypeError(f"counts of type {counts}")
+        if "stats" in names:
+            stats = batch.schema.field("stats").type
+            if batch.schema.field("key").type != pa.binary() or not pa.types.is_struct(stats):
+                raise TypeError(f"keys of type {batch.schema.field('key').type}, statistics of type {stats}")
+            if [stats.field(i).name for i in range(stats.num_fields)] != list(STAT_FIELDS):
+                raise TypeError(f"statistics of type {stats}")
+        return batch
+    except _READ_ERRORS as exc:
+        raise damaged(BLOCKS, key, f"{what} of {table.qualified_name}", exc) from None
+
+
+def _read_directory(table: TableDefinition, key: bytes, raw: bytes) -> pa.RecordBatch:
+    return _decoded(table, key, raw, "a statistics block directory", DIRECTORY_COLUMNS)
+
+
+def _directory_entries(table: TableDefinition, key: bytes, raw: bytes) -> list[dict[str, Any]]:
+    return _read_directory(table, key, raw).to_pylist()
 
 
 def _read_block(table: TableDefinition, key: bytes, raw: bytes | None) -> pa.RecordBatch:
-    if raw is None:
-        raise damaged(BLOCKS, key, f"a statistics block of {table.qualified_name}", KeyError("missing"))
-    try:
-        return _read_ipc(raw)
-    except (*DECODE_ERRORS, pa.ArrowException) as exc:
-        raise damaged(BLOCKS, key, f"a statistics block of {table.qualified_name}", exc) from None
+    return _decoded(table, key, raw, "a statistics block", BLOCK_COLUMNS)
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
@@ -218,7 +243,7 @@ def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, byt
         except StatisticsError:
             _give_up(store, table, key, raw)
             continue
-        directory = [] if raw is None else _read_directory(store, table, key, raw)
+        directory = [] if raw is None else _directory_entries(table, key, raw)
         _append(store, table, state, directory, _sorted_by_min(rows), dtype)
         store.put(BLOCKS, key, _ipc(_directory_batch(directory, dtype)))
     blockstate.put_state(store, table, state)
@@ -227,7 +252,7 @@ def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, byt
 def _give_up(store: Store, table: TableDefinition, key: bytes, raw: bytes | None) -> None:
     """Stop keeping a column's blocks (its statistics have no Arrow form): they are dropped and never read."""
     if raw is not None:
-        for entry in _read_directory(store, table, key, raw):
+        for entry in _directory_entries(table, key, raw):
             store.delete(BLOCKS, blockstate.block_key(table, entry["id"]))
     store.put(BLOCKS, key, blockstate.UNUSABLE)
 
@@ -285,8 +310,12 @@ def compact(store: Store, table: TableDefinition) -> None:
         return
     dead_start, dead_stop = key_range(blockstate.prefix(table, blockstate.DEAD))
     skip = len(dead_start)
-    scanned = store.scan(BLOCKS, dead_start, dead_stop)
-    marks = [(key[skip:], blockstate.VERSION.unpack(value)[0]) for key, value in scanned]
+    marks = []
+    for key, value in store.scan(BLOCKS, dead_start, dead_stop):
+        try:
+            marks.append((key[skip:], blockstate.VERSION.unpack(value)[0]))
+        except DECODE_ERRORS as exc:
+            raise damaged(BLOCKS, key, f"a dead mark of {table.qualified_name}", exc) from None
     dead = pa.table(
         {"key": pa.array([k for k, _ in marks], pa.binary()), "removed": pa.array([v for _, v in marks], pa.int64())}
     )
@@ -297,7 +326,7 @@ def compact(store: Store, table: TableDefinition) -> None:
         raw = store.get(BLOCKS, key)
         if raw is None or raw == blockstate.UNUSABLE:
             continue
-        directory = _read_directory(store, table, key, raw)
+        directory = _directory_entries(table, key, raw)
         block_keys = [blockstate.block_key(table, e["id"]) for e in directory]
         found = store.multi_get(BLOCKS, block_keys)
         batches = [_read_block(table, k, found.get(k)) for k in block_keys]
@@ -397,7 +426,7 @@ def _column_candidates(
 ) -> pa.Array | None:
     """The keys of one column's rows that may match (other columns unknown); None when its blocks don't read in
     the column's type."""
-    batch = _read_ipc_checked(table, key, raw)
+    batch = _read_directory(table, key, raw)
     if batch.num_rows == 0:
         return pa.array([], pa.binary())
     summary = {
@@ -435,13 +464,6 @@ def _column_candidates(
             return None
         keys.append(rows.column("key").filter(mask))
     return pa.concat_arrays(keys) if keys else pa.array([], pa.binary())
-
-
-def _read_ipc_checked(table: TableDefinition, key: bytes, raw: bytes) -> pa.RecordBatch:
-    try:
-        return _read_ipc(raw)
-    except (*DECODE_ERRORS, pa.ArrowException) as exc:
-        raise damaged(BLOCKS, key, f"a block directory of {table.qualified_name}", exc) from None
 
 
 def _evaluate(
