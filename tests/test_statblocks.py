@@ -424,3 +424,18 @@ def test_a_small_commit_loads_no_pyarrow(tmp_path: Any) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_partitions_of_nan_and_signed_zero_select_their_files_through_the_blocks(metastore: sg.Metastore) -> None:
+    metastore.create_database("d")
+    metastore.create_table("d", "z", [("c", "int")], [("p", "double")])
+    table = metastore.table("d.z")
+    values = [math.nan, -0.0, 0.0, 1.5]
+    table.commit(
+        add_files=[
+            FileStats(f"f{i}.parquet", 5, 10, {"c": ColumnStats(i, i + 10, 0)}, {"p": v}) for i, v in enumerate(values)
+        ]
+    )
+    assert _same(table, "p = 'NaN' and c = 3") == ["f0.parquet"]
+    assert sorted(_same(table, "p = 0 and c >= 0")) == ["f1.parquet", "f2.parquet"]
+    assert _same(table, "p > 1 and c = 12") == ["f3.parquet"]

@@ -6,6 +6,7 @@ per partition, not one scan per partition.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -149,13 +150,18 @@ def files_at(
     return out
 
 
-def partition_of(table: TableDefinition, key: bytes) -> tuple[Any, ...]:
-    """The partition values of a file key."""
-    layout = layout_of(table)
-    try:
-        return tuple(layout.file_codec.decode(key[layout.size :])[:-1])
-    except DECODE_ERRORS as exc:
-        raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+def in_partitions(table: TableDefinition, file_keys: Sequence[bytes], partitions: Iterable[Partition]) -> list[bytes]:
+    """The file keys (sorted) that lie in one of the partitions: compared as key ranges (`file_range`), so NaN and
+    -0.0 partition values select as their keys do."""
+    ranges = sorted({file_range(table, tuple(p.values)) for p in partitions}, key=lambda r: r[0])
+    starts = [start for start, _ in ranges]
+    out = []
+    for key in file_keys:
+        at = bisect_right(starts, key) - 1
+        stop = ranges[at][1] if at >= 0 else b""
+        if at >= 0 and (stop is None or key < stop):
+            out.append(key)
+    return out
 
 
 def lists_files(store: Store, table: TableDefinition) -> bool:

@@ -336,8 +336,7 @@ class Table:
             if found is None:
                 return None
             if partitions is not None:
-                wanted = {tuple(p.values) for p in partitions}
-                found = [k for k in found if file_entries.partition_of(self.definition, k) in wanted]
+                found = file_entries.in_partitions(self.definition, found, partitions)
             return file_entries.files_at(self._store, self.definition, found, stats)
 
     def build_stats_blocks(self) -> None:
