@@ -439,3 +439,25 @@ def test_partitions_of_nan_and_signed_zero_select_their_files_through_the_blocks
     assert _same(table, "p = 'NaN' and c = 3") == ["f0.parquet"]
     assert sorted(_same(table, "p = 0 and c >= 0")) == ["f1.parquet", "f2.parquet"]
     assert _same(table, "p > 1 and c = 12") == ["f3.parquet"]
+
+
+def test_statistics_without_an_arrow_form_leave_their_column_to_the_per_file_path(metastore: sg.Metastore) -> None:
+    metastore.create_database("d")
+    metastore.create_table("d", "u", [("c", "string"), ("n", "int")], [("p", "int")])
+    table = metastore.table("d.u")
+    lone = "\ud800"  # a lone surrogate: a Python string with no UTF-8 form, so no Arrow string
+    table.commit(
+        add_files=[
+            FileStats("odd.parquet", 5, 10, {"c": ColumnStats(lone, lone, 0), "n": ColumnStats(1, 1, 0)}, {"p": 0}),
+            FileStats("ok.parquet", 5, 10, {"c": ColumnStats("a", "b", 0), "n": ColumnStats(2, 2, 0)}, {"p": 0}),
+        ]
+    )
+    schema = table.refresh().schema
+    assert table.refresh().files_matching(bind_filter("c = 'a'", schema)) is None
+    for blocks in (False, True):  # the per-file step can't lay them out either: the same clear error both ways
+        with pytest.raises(sg.SargableError, match="surrogates"):
+            _plan(table.refresh(), "c = 'a'", blocks=blocks)
+    assert table.refresh().files_matching(bind_filter("n = 1", schema)) is not None  # the other column keeps them
+    assert _same(table, "n = 1") == ["odd.parquet"]
+    table.refresh().commit(add_files=[FileStats("more.parquet", 1, 1, {"c": ColumnStats("a", "a", 0)}, {"p": 1})])
+    assert table.refresh().files_matching(bind_filter("c = 'a'", schema)) is None  # given up for good
