@@ -4,7 +4,7 @@ rows themselves), through files added and removed across commits, replaced parti
 and compaction, on both backends; a clustered table's equality reads one block; a small commit loads no pyarrow.
 
 The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions, and files
-go to the blocks at once (`PENDING_MAX = 1`) unless a test draws otherwise.
+go to the blocks at once (`PENDING_MAX = 1`) unless a test draws otherwise, decoded two at a time.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from sargable import scan as scan_module
 from sargable.expr import bind_filter
 from sargable.expr.evaluate import evaluate
 from sargable.expr.like import prefix_successor
-from sargable.metastore import blockstate
+from sargable.metastore import blockstate, statblocks
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key, key_range
 from sargable.stats import ColumnStats, FileStats
@@ -46,6 +46,7 @@ def _tiny_blocks() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(blockstate, "BLOCK_ROWS", 3)
         patch.setattr(blockstate, "PENDING_MAX", 1)
+        patch.setattr(statblocks, "DECODE_CHUNK", 2)
         yield
 
 

@@ -218,6 +218,11 @@ def _read_block(table: TableDefinition, key: bytes, raw: bytes | None) -> pa.Rec
 
 # -- writing -------------------------------------------------------------------------------------------------------
 
+DECODE_CHUNK = 65_536
+"""Files whose entries are decoded at a time when blocks are written: their rows are kept as Arrow arrays, so a
+commit of a million files never holds a million decoded records."""
+
+
 
 def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, bytes]]) -> None:
     """Write the files a commit adds (key and stored entry in `files`) and the pending ones (`blockstate`) as rows of
@@ -227,24 +232,37 @@ def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, byt
     if state is None:
         return
     entries = [*blockstate.take_pending(store, table, state), *files]
-    decoded = []
-    for key, value in entries:
-        try:
-            decoded.append((key, decode_file(value, table)))
-        except DECODE_ERRORS as exc:
-            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
-    for name, dtype in block_columns(table):
+    if not entries:
+        blockstate.put_state(store, table, state)
+        return
+    columns = block_columns(table)
+    rows: dict[str, list[pa.RecordBatch] | None] = {name: [] for name, _ in columns}
+    for start in range(0, len(entries), DECODE_CHUNK):
+        decoded = []
+        for key, value in entries[start : start + DECODE_CHUNK]:
+            try:
+                decoded.append((key, decode_file(value, table)))
+            except DECODE_ERRORS as exc:
+                raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+        for name, dtype in columns:
+            built = rows[name]
+            if built is None:
+                continue
+            try:
+                built.append(_rows(decoded, name, dtype, table.version))
+            except StatisticsError:
+                rows[name] = None
+    for name, dtype in columns:
         key = blockstate.directory_key(table, name)
         raw = store.get(BLOCKS, key)
         if raw == blockstate.UNUSABLE:
             continue
-        try:
-            rows = _rows(decoded, name, dtype, table.version)
-        except StatisticsError:
+        built = rows[name]
+        if built is None:
             _give_up(store, table, key, raw)
             continue
         directory = [] if raw is None else _directory_entries(table, key, raw)
-        _append(store, table, state, directory, _sorted_by_min(rows), dtype)
+        _append(store, table, state, directory, _sorted_by_min(_concat(built, dtype)), dtype)
         store.put(BLOCKS, key, _ipc(_directory_batch(directory, dtype)))
     blockstate.put_state(store, table, state)
 
@@ -299,6 +317,8 @@ def _concat(batches: list[pa.RecordBatch], dtype: DataType) -> pa.RecordBatch:
         [("key", pa.binary()), ("version", pa.int64()), ("row_count", pa.int64()), ("stats", stats_struct_type(dtype))]
     )
     rows = pa.Table.from_batches([b.cast(target) if b.schema != target else b for b in batches], target)
+    if not rows.num_rows:
+        return pa.RecordBatch.from_pylist([], schema=target)
     return rows.combine_chunks().to_batches()[0]
 
 
