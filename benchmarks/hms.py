@@ -598,6 +598,7 @@ def breakdown(url: str, table: str) -> dict[str, float]:
 
     from sargable import Metastore
     from sargable.hms.cache import ReplyCache
+    from sargable.metastore.columnar import value_columns
 
     with Metastore.open(url) as ms:
         codec = ReplyCache(0).codec(ms.get_table(DB, table))
@@ -640,6 +641,8 @@ def breakdown(url: str, table: str) -> dict[str, float]:
             if pages is not None:
                 by_page["pages_us"] = cpu_us(lambda: paged(codec.page_partitions))
                 by_page["page_names_us"] = cpu_us(lambda: paged(codec.page_names))
+                by_page["scan_us"] = cpu_us(lambda: paged(len))
+                by_page["decode_us"] = cpu_us(lambda: paged(value_columns))
         finally:
             gc.enable()
     return {
@@ -750,7 +753,10 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
             if "pages_us" in entry:
                 lines.append(
                     f"    the server's page listing: get_partitions {entry['pages_us']:.2f} "
-                    f"({1e6 / entry['pages_us']:,.0f} partitions/s), get_partition_names {entry['page_names_us']:.2f}"
+                    f"({1e6 / entry['pages_us']:,.0f} partitions/s), get_partition_names {entry['page_names_us']:.2f} "
+                    f"(the store's scan {entry['scan_us']:.2f}, its keys' decoding "
+                    f"{entry['decode_us'] - entry['scan_us']:.2f}, names and encoding "
+                    f"{entry['page_names_us'] - entry['decode_us']:.2f})"
                 )
     spread = [c for c in run.cells if c.cache != "warm"]
     if spread:
