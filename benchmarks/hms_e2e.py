@@ -182,7 +182,9 @@ def main() -> None:
     parser.add_argument("--jdbc-jar", type=Path, default=POSTGRES_JDBC_JAR)
     parser.add_argument("--hive-heap", default="1g", help="Hive metastore's -Xmx")
     parser.add_argument("--driver-memory", default="2g")
-    parser.add_argument("--no-star", action="store_true", help="leave out the star queries")
+    parser.add_argument(
+        "--leave-out", default="", help="queries left out, by the start of their label: e.g. 'star,hr' (big sizes)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if not args.postgres or not args.jdbc_jar.is_file():
@@ -222,8 +224,8 @@ def main() -> None:
                 notes.append(load(system, client, root, size, database if system.startswith("hive") else None))
                 print(notes[-1], file=sys.stderr, flush=True)
             timed = queries(size)
-            if args.no_star:
-                timed = {k: v for k, v in timed.items() if not k.startswith("star")}
+            left_out = tuple(p for p in args.leave_out.split(",") if p)
+            timed = {k: v for k, v in timed.items() if not left_out or not k.startswith(left_out)}
             conf = {**CONF, "spark.driver.memory": args.driver_memory}
             for round_ in range(args.rounds):
                 for n, system in enumerate(SYSTEMS):
