@@ -29,7 +29,9 @@ uses since issue 32). The spread (fastest and slowest call) of every cold and Hi
 
     bash scripts/postgres.sh run -- .venv/bin/python benchmarks/hms.py --json benchmarks/results/hms.json
 
-(without $SARGABLE_TEST_POSTGRES_URL or --postgres, the PostgreSQL systems are left out).
+(without $SARGABLE_TEST_POSTGRES_URL or --postgres, the PostgreSQL systems are left out). Its siblings:
+`benchmarks/hms_cold.py` (the cold calls with every system up at once, called in turn) and `benchmarks/hms_e2e.py`
+(Spark SQL end to end through each metastore over the same table and folders).
 """
 
 from __future__ import annotations
