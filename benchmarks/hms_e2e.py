@@ -264,12 +264,16 @@ def main() -> None:
         for system, peer in (("hive postgresql", hive), ("sargable sqlite", sargable)):
             assert peer.process is not None
             notes.append(f"peak resident memory (VmHWM) of {system}: {peak_rss_mb(peer.process.pid):,.0f} MiB")
-    loads.append(os.getloadavg()[0])
+        loads.append(os.getloadavg()[0])
+        finish(results, notes, loads, args)  # (before a million folders are removed, which takes minutes)
+
+
+def finish(results: list[dict[str, Any]], notes: list[str], loads: list[float], args: argparse.Namespace) -> None:
+    """Check that the systems agree, print the report and write the JSON results."""
     for (size, query), answers in _by(results, ("size", "query"), "answer").items():
         if query not in ("warm-up", "INSERT one partition") and any(a != answers[0] for a in answers):
             raise SystemExit(f"the systems disagree on {query} at {size:,}: {answers}")
-    text = report(results, notes, loads, args)
-    print(text)
+    print(report(results, notes, loads, args), flush=True)
     if args.json:
         command = "python benchmarks/hms_e2e.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         args.json.parent.mkdir(parents=True, exist_ok=True)
