@@ -122,7 +122,7 @@ def queries(size: int) -> dict[str, str]:
     return {
         "one partition": f"SELECT count(*) FROM {table} WHERE ds = '{day}' AND hr = 3",
         "a day (24)": f"SELECT count(*) FROM {table} WHERE ds = '{day}'",
-        f"hr = 3 ({size // 24:,})": f"SELECT count(*) FROM {table} WHERE hr = 3",
+        f"hr = 3 ({(size + 20) // 24:,})": f"SELECT count(*) FROM {table} WHERE hr = 3",
         "SHOW PARTITIONS": f"SHOW PARTITIONS {table}",
         "star, one day (DPP)": f"SELECT d.d_dom, count(*) {star} d.d_year = 2024 AND d.d_moy = 1 AND d.d_dom = 5 "
         "GROUP BY d.d_dom",
