@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import os
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -186,6 +187,7 @@ def main() -> None:
         "--leave-out", default="", help="queries left out, by the start of their label: e.g. 'star,hr' (big sizes)"
     )
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--logs", type=Path, default=None, help="copy both servers' logs here at the end")
     args = parser.parse_args()
     if not args.postgres or not args.jdbc_jar.is_file():
         parser.error("needs PostgreSQL (scripts/postgres.sh) and --jdbc-jar")
@@ -265,6 +267,10 @@ def main() -> None:
             assert peer.process is not None
             notes.append(f"peak resident memory (VmHWM) of {system}: {peak_rss_mb(peer.process.pid):,.0f} MiB")
         loads.append(os.getloadavg()[0])
+        if args.logs:
+            args.logs.mkdir(parents=True, exist_ok=True)
+            for log in [*hive.workdir.glob("*.log"), sargable.log]:
+                shutil.copy(log, args.logs / log.name)
         finish(results, notes, loads, args)  # (before a million folders are removed, which takes minutes)
 
 
