@@ -29,7 +29,9 @@ uses since issue 32). The spread (fastest and slowest call) of every cold and Hi
 
     bash scripts/postgres.sh run -- .venv/bin/python benchmarks/hms.py --json benchmarks/results/hms.json
 
-(without $SARGABLE_TEST_POSTGRES_URL or --postgres, the PostgreSQL systems are left out).
+(without $SARGABLE_TEST_POSTGRES_URL or --postgres, the PostgreSQL systems are left out). Its siblings:
+`benchmarks/hms_cold.py` (the cold calls with every system up at once, called in turn) and `benchmarks/hms_e2e.py`
+(Spark SQL end to end through each metastore over the same table and folders).
 """
 
 from __future__ import annotations
@@ -156,13 +158,15 @@ class Client:
 # ------------------------------------------------------------------------------------------ the workload
 
 
-def _values(count: int) -> list[tuple[str, int]]:
+def partition_values(count: int) -> list[tuple[str, int]]:
+    """The first `count` partitions' (ds, hr): 24 hours a day from START."""
     return [((START + dt.timedelta(days=i // 24)).isoformat(), i % 24) for i in range(count)]
 
 
-def _sd(location: str | None) -> Any:
+def storage(location: str | None, columns: tuple[tuple[str, str], ...] = (("x", "int"), ("y", "string"))) -> Any:
+    """A Parquet storage descriptor of these columns at `location`."""
     return ttypes.StorageDescriptor(
-        cols=[ttypes.FieldSchema("x", "int", None), ttypes.FieldSchema("y", "string", None)],
+        cols=[ttypes.FieldSchema(name, kind, None) for name, kind in columns],
         location=location,
         inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
         outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
@@ -192,7 +196,7 @@ def reads(size: int) -> list[Read]:
     day = (START + dt.timedelta(days=min(4, days - 8))).isoformat()
     week_end = (dt.date.fromisoformat(day) + dt.timedelta(days=6)).isoformat()
     step = max(1, size // BY_NAMES)
-    names = [f"ds={ds}/hr={hr}" for ds, hr in _values(size)[::step][:BY_NAMES]]
+    names = [f"ds={ds}/hr={hr}" for ds, hr in partition_values(size)[::step][:BY_NAMES]]
 
     def by_filter(text: str) -> Read:
         return Read(text, lambda c, t, r: c.partitions("get_partitions_by_filter", DB, t, text, -1, read=r))
@@ -256,14 +260,14 @@ class Run:
     ingest: list[dict[str, Any]]
 
 
-def _create_table(client: Client, table: str, location: str) -> None:
+def create_table(client: Client, table: str, location: str) -> None:
     """`bench.<table>` `(x int, y string)` partitioned by `(ds string, hr int)`, external, at `location`."""
     client.thrift.create_table(
         ttypes.Table(
             tableName=table,
             dbName=DB,
             owner="bench",
-            sd=_sd(location),
+            sd=storage(location),
             partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
             parameters={},
             tableType="EXTERNAL_TABLE",
@@ -273,13 +277,17 @@ def _create_table(client: Client, table: str, location: str) -> None:
 
 def load_table(client: Client, table: str, location: str, size: int, batch: int) -> list[float]:
     """Create `bench.<table>` and add its partitions in batches; seconds per batch."""
-    _create_table(client, table, location)
+    create_table(client, table, location)
     seconds = []
-    values = _values(size)
+    values = partition_values(size)
     for start in range(0, size, batch):
         parts = [
             ttypes.Partition(
-                values=[ds, str(hr)], dbName=DB, tableName=table, sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+                values=[ds, str(hr)],
+                dbName=DB,
+                tableName=table,
+                sd=storage(f"{location}/ds={ds}/hr={hr}"),
+                parameters={},
             )
             for ds, hr in values[start : start + batch]
         ]
@@ -322,10 +330,10 @@ def hive_sql_load(database_url: str, client: Client, table: str, location: str, 
     PARTITION_KEY_VALS; then DataNucleus's id sequences moved past them. Seconds taken (the SQL part)."""
     import psycopg
 
-    _create_table(client, table, location)
-    ds, hr = _values(1)[0]
+    create_table(client, table, location)
+    ds, hr = partition_values(1)[0]
     first = ttypes.Partition(
-        values=[ds, str(hr)], dbName=DB, tableName=table, sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+        values=[ds, str(hr)], dbName=DB, tableName=table, sd=storage(f"{location}/ds={ds}/hr={hr}"), parameters={}
     )
     client.thrift.add_partitions([first])
     started = time.perf_counter()
@@ -398,7 +406,7 @@ def check_sql_load(client: Client, table: str, size: int) -> None:
     if len(names) != size:
         raise SystemExit(f"Hive lists {len(names):,} partitions of {table}, not the {size:,} loaded")
     step = max(1, size // 7)
-    sample = [f"ds={ds}/hr={hr}" for ds, hr in _values(size)[::step]]
+    sample = [f"ds={ds}/hr={hr}" for ds, hr in partition_values(size)[::step]]
     template, *loaded = client.thrift.get_partitions_by_names(DB, table, sample)
     for part in loaded:
         ds, hr = part.values
@@ -434,7 +442,7 @@ def measure(
         table = f"events_{size}"
         location = f"{base}/{table}"
         if args.premake_folders and compared:
-            for ds, hr in _values(size):
+            for ds, hr in partition_values(size):
                 (Path(location[len("file:") :]) / f"ds={ds}" / f"hr={hr}").mkdir(parents=True, exist_ok=True)
         print(f"  {system}: {size:,} partitions", file=sys.stderr, flush=True)
         if sql_load is not None:
@@ -472,7 +480,7 @@ def ingest(
             tableName="ingest",
             dbName=DB,
             owner="bench",
-            sd=_sd(location),
+            sd=storage(location),
             partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
             parameters={},
             tableType="EXTERNAL_TABLE",
@@ -482,7 +490,7 @@ def ingest(
     def partition(values: tuple[str, str]) -> Any:
         ds, hr = values
         return ttypes.Partition(
-            values=[ds, hr], dbName=DB, tableName="ingest", sd=_sd(f"{location}/ds={ds}/hr={hr}"), parameters={}
+            values=[ds, hr], dbName=DB, tableName="ingest", sd=storage(f"{location}/ds={ds}/hr={hr}"), parameters={}
         )
 
     print(f"  {system}: readers under ingest, {seconds:.0f} s", file=sys.stderr, flush=True)
@@ -592,6 +600,7 @@ def breakdown(url: str, table: str) -> dict[str, float]:
 
     from sargable import Metastore
     from sargable.hms.cache import ReplyCache
+    from sargable.metastore.columnar import value_columns
 
     with Metastore.open(url) as ms:
         codec = ReplyCache(0).codec(ms.get_table(DB, table))
@@ -634,6 +643,8 @@ def breakdown(url: str, table: str) -> dict[str, float]:
             if pages is not None:
                 by_page["pages_us"] = cpu_us(lambda: paged(codec.page_partitions))
                 by_page["page_names_us"] = cpu_us(lambda: paged(codec.page_names))
+                by_page["scan_us"] = cpu_us(lambda: paged(len))
+                by_page["decode_us"] = cpu_us(lambda: paged(value_columns))
         finally:
             gc.enable()
     return {
@@ -744,7 +755,10 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
             if "pages_us" in entry:
                 lines.append(
                     f"    the server's page listing: get_partitions {entry['pages_us']:.2f} "
-                    f"({1e6 / entry['pages_us']:,.0f} partitions/s), get_partition_names {entry['page_names_us']:.2f}"
+                    f"({1e6 / entry['pages_us']:,.0f} partitions/s), get_partition_names {entry['page_names_us']:.2f} "
+                    f"(the store's scan {entry['scan_us']:.2f}, its keys' decoding "
+                    f"{entry['decode_us'] - entry['scan_us']:.2f}, names and encoding "
+                    f"{entry['page_names_us'] - entry['decode_us']:.2f})"
                 )
     spread = [c for c in run.cells if c.cache != "warm"]
     if spread:

@@ -1,19 +1,21 @@
 """PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, full and
 unselective partition listings, files read per TPC-DS query, data-skipping tightness and speed, the Hive metastore
-API (Hive's own vs `sargable serve`), files read per filter before and after `sgs.optimize`, selective reads on S3.
+API (Hive's own vs `sargable serve`, warm and cold, and Spark SQL end to end through each), files read per filter
+before and after `sgs.optimize`, selective reads on S3.
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json` (latency
-and listings), `tpcds.json`, `skipping.json`, `hms.json`, `optimize.json` and `s3.json`. A plot whose results file
-is missing is skipped with a message, never drawn from invented figures. Needs matplotlib (the bench extra); draws
-with the Agg backend, so no display is needed.
+and listings), `tpcds.json`, `skipping.json`, `hms.json`, `hms-cold.json`, `hms-e2e.json`, `optimize.json` and
+`s3.json`. A plot whose results file is missing is skipped with a message, never drawn from invented figures. Needs
+matplotlib (the bench extra); draws with the Agg backend, so no display is needed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -390,6 +392,92 @@ def plot_hms(data: dict[str, Any], out: Path) -> Path:
     return path
 
 
+def plot_hms_cold(data: dict[str, Any], out: Path) -> Path:
+    """Cold partition calls (`benchmarks/hms_cold.py`, interleaved): Hive's metastore on PostgreSQL, its partitions
+    loaded by SQL, against sargable serve without its reply cache, by table size."""
+    calls: dict[str, dict[tuple[str, str], dict[int, float]]] = {}
+    for cell in data["cells"]:
+        key = (cell["system"], "-" if cell["system"].startswith("hive") else "cold")
+        calls.setdefault(cell["call"], {}).setdefault(key, {})[cell["size"]] = cell["ms"]
+    panels = list(calls.items())
+    cols = 3
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(15, 4.0 * rows), squeeze=False)
+    for ax, (title, series) in zip(axes.flat, panels, strict=False):
+        _hms_panel(ax, series, title, "ms (log)")
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("partitions (log)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=3, frameon=False)
+    fig.suptitle(
+        "Cold Hive metastore calls, interleaved: Hive's metastore on PostgreSQL vs sargable serve --cache-mb 0 "
+        "(labels: Hive / slower sargable backend)",
+        y=0.995,
+        fontsize=12,
+    )
+    loads = data.get("loads", [0, 0])
+    _footer(fig, f"{data.get('command', '')}  (load average {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end)")
+    fig.tight_layout(rect=(0, 0.02, 1, 0.92))
+    path = out / "hms-cold.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_hms_e2e(data: dict[str, Any], out: Path) -> Path:
+    """Spark SQL end to end (`benchmarks/hms_e2e.py`): each statement's median time through Hive's metastore and
+    through sargable serve, the first run in a driver and the runs after it, with the share that was sargable's
+    metastore."""
+    sizes = sorted({r["size"] for r in data["results"]})
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(14, 4.8 * len(sizes)), squeeze=False)
+    for ax, size in zip(axes[:, 0], sizes, strict=True):
+        queries = list(
+            dict.fromkeys(r["query"] for r in data["results"] if r["size"] == size and r["query"] != "warm-up")
+        )
+        bars = [
+            ("hive postgresql", False),
+            ("sargable sqlite", False),
+            ("hive postgresql", True),
+            ("sargable sqlite", True),
+        ]
+        width = 0.2
+        for n, (system, again) in enumerate(bars):
+            heights = []
+            for query in queries:
+                runs = [
+                    r["ms"] / 1000
+                    for r in data["results"]
+                    if (r["size"], r["query"], r["system"], r["again"]) == (size, query, system, again)
+                ]
+                heights.append(statistics.median(runs) if runs else 0)
+            color = "#f59e0b" if system.startswith("hive") else "#1f6feb"
+            label = "Hive metastore, PostgreSQL" if system.startswith("hive") else "sargable serve, SQLite, no cache"
+            ax.bar(
+                [i + (n - 1.5) * width for i in range(len(queries))],
+                heights,
+                width,
+                color=color,
+                alpha=1.0 if not again else 0.5,
+                label=label + (": next runs in the driver" if again else ": first run in a driver"),
+            )
+        ax.set_xticks(range(len(queries)), queries, fontsize=9)
+        ax.set_yscale("log")
+        ax.set_ylabel("s (log)")
+        ax.set_title(f"{size:,} partitions", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8, ncol=2)
+    fig.suptitle("Spark SQL end to end with Hive support: Hive's metastore vs sargable serve", fontsize=12)
+    loads = data.get("loads", [0, 0])
+    _footer(fig, f"{data.get('command', '')}  (load average {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end)")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    path = out / "hms-e2e.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------ optimize
 
 OPTIMIZE_LAYOUTS = [
@@ -519,6 +607,8 @@ def main(argv: list[str] | None = None) -> int:
         ("tpcds.json", plot_tpcds),
         ("skipping.json", plot_skipping),
         ("hms.json", plot_hms),
+        ("hms-cold.json", plot_hms_cold),
+        ("hms-e2e.json", plot_hms_e2e),
         ("optimize.json", plot_optimize),
         ("s3.json", plot_s3),
     ]

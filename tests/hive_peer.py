@@ -90,6 +90,7 @@ class HivePeer:
         *,
         extra_conf: dict[str, str] | None = None,
         classpath: list[Path] | None = None,
+        heap: str = "1g",
     ) -> None:
         self.workdir = Path(workdir)
         self.port = port or free_port()
@@ -98,6 +99,8 @@ class HivePeer:
         """The metastore's stdout and stderr; its own log (log4j) goes to `workdir / "hive.log"`."""
         self.extra_conf = extra_conf or {}
         self.classpath = classpath or []
+        self.heap = heap
+        """The JVM's -Xmx (Hive's default 1g; a listing of 1,000,000 partitions needs more)."""
         self.process: subprocess.Popen | None = None
 
     @property
@@ -126,7 +129,7 @@ class HivePeer:
         conf = self._write_conf()
         self.warehouse.mkdir(parents=True, exist_ok=True)
         classpath = ":".join([str(conf), *map(str, self.classpath), f"{pyspark_jars()}/*"])
-        command = ["java", "-Xmx1g", f"-Dhive.log.dir={self.workdir}", "-cp", classpath]
+        command = ["java", f"-Xmx{self.heap}", f"-Dhive.log.dir={self.workdir}", "-cp", classpath]
         command.append("org.apache.hadoop.hive.metastore.HiveMetaStore")
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(

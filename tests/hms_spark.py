@@ -4,7 +4,8 @@ The test process may already hold a (non-Hive) SparkContext, and pyspark allows 
 starts `python hms_spark.py` with a JSON request on stdin: the metastore URI, a warehouse dir and SQL statements.
 The child builds `SparkSession.builder.enableHiveSupport()` with `spark.hadoop.hive.metastore.uris` (or runs the
 given `session_code`, which must bind `spark`: the snippet of docs/hms.md) and prints one JSON document: per
-statement, its rows (values as JSON: dates and decimals as strings) and milliseconds, or the error it raised.
+statement, its rows (values as JSON: dates and decimals as strings), milliseconds and start (epoch seconds), or the
+error it raised.
 """
 
 from __future__ import annotations
@@ -108,11 +109,12 @@ def _driver() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     results: list[dict[str, Any]] = []
     for statement in request["statements"]:
+        wall = time.time()
         started = time.perf_counter()
         try:
             rows = spark.sql(statement).collect()
             elapsed = (time.perf_counter() - started) * 1000
-            results.append({"rows": [[_json_value(v) for v in row] for row in rows], "ms": elapsed})
+            results.append({"rows": [[_json_value(v) for v in row] for row in rows], "ms": elapsed, "at": wall})
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             causes = [line for line in text.splitlines() if line.startswith("Caused by")]

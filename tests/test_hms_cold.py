@@ -252,3 +252,32 @@ def test_a_write_keeps_the_replies_it_cannot_change(backend, tmp_path):
         assert served() == dict.fromkeys(calls, False)
     finally:
         servers.close()
+
+
+def test_a_cold_handler_reads_each_name_once_and_builds_no_scope(backend, tmp_path, monkeypatch):
+    """A server without a reply cache does no work for one: `get_partitions_by_names` parses each name once (it
+    parsed them again for the scope of a reply it could not keep), and a filter call compiles no scope."""
+    from sargable.hms import handler as handler_module
+    from sargable.metastore import partitions
+
+    servers = Servers(backend(), tmp_path)
+    parsed: list[str] = []
+    scopes: list[str] = []
+    parse, compile_scope = partitions.parse_partition_name, handler_module.compile_predicate
+    monkeypatch.setattr(partitions, "parse_partition_name", lambda name, keys: parsed.append(name) or parse(name, keys))
+    monkeypatch.setattr(handler_module, "compile_predicate", lambda expr: scopes.append(expr) or compile_scope(expr))
+    try:
+        part = ttypes.Partition(values=["2024-01-01", "3"], dbName="d", tableName="t", sd=_sd(None), parameters={})
+        servers.call(servers.cold, "add_partitions", [part])
+        names = ["ds=2024-01-01/hr=3", "ds=2024-01-02/hr=3"]
+        parsed.clear()
+        reply = servers.call(servers.cold, "get_partitions_by_names", "d", "t", names)
+        assert sorted(parsed) == sorted(names)
+        assert reply == servers.call(servers.warm, "get_partitions_by_names", "d", "t", names)
+        scopes.clear()
+        servers.call(servers.cold, "get_partitions_by_filter", "d", "t", "hr = 3", -1)
+        assert scopes == []
+        servers.call(servers.warm, "get_partitions_by_filter", "d", "t", "hr = 3", -1)
+        assert len(scopes) == 1
+    finally:
+        servers.close()

@@ -218,3 +218,20 @@ def test_split_converted_keeps_only_what_convert_returns_unchanged(values: list,
     for value in kept:
         converted = convert(value, dtype)
         assert type(converted) is type(value) and converted == value
+
+
+@given(
+    st.from_regex(r"[+-]?[0-9]{1,22}", fullmatch=True),
+    st.sampled_from(["tinyint", "smallint", "int", "bigint"]),
+)
+def test_an_integer_text_converts_to_its_integer_or_is_refused_out_of_range(text: str, type_name: str) -> None:
+    """Hive's text of an integer (ASCII digits, an optional sign, leading zeros) is the integer Python reads from
+    it, or a TypeCoercionError naming the type's range: the oracle is `int` and the two's-complement bounds."""
+    bits = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}[type_name]
+    expected = int(text)
+    if -(1 << (bits - 1)) <= expected < 1 << (bits - 1):
+        assert convert(text, parse_type(type_name)) == expected
+        assert type(convert(text, parse_type(type_name))) is int
+    else:
+        with pytest.raises(sg.TypeCoercionError, match="outside the range"):
+            convert(text, parse_type(type_name))

@@ -471,6 +471,11 @@ def convert(value: Any, dtype: DataType) -> Any:
             if isinstance(value, (int, float, Decimal, dt.date)):
                 return format_value(value, infer_type(value))
         elif name in INTEGER_RANGES:
+            if value.__class__ is str and _INTEGER_RE.match(value):  # (the common case: Hive's text of an integer)
+                integer = int(value)
+                lo, hi = INTEGER_RANGES[name]
+                if lo <= integer <= hi:
+                    return integer
             number = _as_number(value)
             if isinstance(value, str) and not _INTEGER_RE.match(value):
                 raise TypeCoercionError(f"{value!r} is not an integer: write ASCII digits, with an optional sign")

@@ -298,7 +298,8 @@ class Handler(ThriftHiveMetastore.Iface):
         count = sum(map(len, pages))
         payload = list_header(TType.STRING if names else TType.STRUCT, count) + body
         self.note.partitions = count
-        self.cache.put(tbl, call, CachedReply(count, payload), None if scope is None else _guarded(scope(tbl)))
+        if len(payload) <= self.cache.largest:  # (a reply the cache can't keep needs no scope: not computed)
+            self.cache.put(tbl, call, CachedReply(count, payload), None if scope is None else _guarded(scope(tbl)))
         return Encoded(TType.LIST, payload)
 
     def _listing(self, db: str, table: str, limit: int | None, *, names: bool) -> Encoded:
