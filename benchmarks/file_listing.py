@@ -69,8 +69,8 @@ def build(url: str, files: int) -> None:
             ms.commit("bench", "events", add_files=batch)
 
 
-Case = Callable[[], tuple[int, float]]
-"""A measurement: (rows returned, seconds)."""
+Case = Callable[[], tuple[int, float, float]]
+"""A measurement: (rows returned, wall seconds, CPU seconds of this process)."""
 
 
 def bare(url: str) -> Case:
@@ -80,10 +80,10 @@ def bare(url: str) -> Case:
         with sg.Metastore.open(url) as ms:
             prefix = table_prefix(ms.get_table("bench", "events").table_id)
             store = ms.store
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             with store.transaction(readonly=True):
                 rows = list(store.scan(FILES, *key_range(prefix)))
-            return len(rows), time.perf_counter() - began
+            return len(rows), time.perf_counter() - began, time.process_time() - cpu
 
     return run
 
@@ -94,9 +94,9 @@ def on_handle(url: str, fn: Callable[[sg.Table], int]) -> Case:
     def run() -> tuple[int, float]:
         with sg.Metastore.open(url) as ms:
             table = ms.table("bench", "events")
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             count = fn(table)
-            return count, time.perf_counter() - began
+            return count, time.perf_counter() - began, time.process_time() - cpu
 
     return run
 
@@ -105,11 +105,11 @@ def open_and_plan(url: str, where: str | None) -> Case:
     """Open + table + plan, all timed."""
 
     def run() -> tuple[int, float]:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         with sg.Metastore.open(url) as ms:
             count = len(ms.table("bench", "events").scan(where).files)
-            elapsed = time.perf_counter() - began
-        return count, elapsed
+            elapsed, used = time.perf_counter() - began, time.process_time() - cpu
+        return count, elapsed, used
 
     return run
 
@@ -134,22 +134,29 @@ def main() -> None:
             "open + scan('hr = 3').files": open_and_plan(url, "hr = 3"),
         }
         samples: dict[str, list[float]] = {name: [] for name in cases}
+        cpu: dict[str, list[float]] = {name: [] for name in cases}
         counts: dict[str, int] = {}
         loads = []
         for _ in range(args.repeat):
             loads.append(os.getloadavg()[0])
             for name, fn in cases.items():
-                counts[name], seconds = fn()
+                counts[name], seconds, used = fn()
                 samples[name].append(seconds * 1000)
+                cpu[name].append(used * 1000)
         reference = statistics.median(samples["bare store scan"])
+        cpu_reference = statistics.median(cpu["bare store scan"])
         print(f"load average {min(loads):.1f}-{max(loads):.1f}; {args.repeat} rounds, interleaved; median (min-max)")
-        print(f"{'measurement':32} {'rows':>8} {'median ms':>10} {'spread ms':>16} {'x bare':>7}")
+        print(f"{'measurement':30} {'rows':>7} {'wall ms':>8} {'spread':>14} {'x bare':>6} {'CPU ms':>7} {'x bare':>6}")
         for name, values in samples.items():
-            median = statistics.median(values)
-            spread = f"{min(values):.1f}-{max(values):.1f}"
-            print(f"{name:32} {counts[name]:>8} {median:>10.1f} {spread:>16} {median / reference:>7.2f}")
+            median, used = statistics.median(values), statistics.median(cpu[name])
+            spread = f"{min(values):.0f}-{max(values):.0f}"
+            print(
+                f"{name:30} {counts[name]:>7} {median:>8.1f} {spread:>14} {median / reference:>6.2f} {used:>7.1f} "
+                f"{used / cpu_reference:>6.2f}"
+            )
         if args.json:
-            Path(args.json).write_text(json.dumps({"files": args.files, "samples_ms": samples, "loads": loads}))
+            result = {"files": args.files, "wall_ms": samples, "cpu_ms": cpu, "loads": loads}
+            Path(args.json).write_text(json.dumps(result))
         if args.url:
             with sg.Metastore.open(url) as ms:
                 ms.drop_table("bench", "events")
