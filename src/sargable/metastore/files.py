@@ -13,7 +13,7 @@ from typing import Any
 
 from sargable import keys
 from sargable.errors import MetastoreError, PathError
-from sargable.metastore.filecodec import decode_file, decode_header, decode_headers
+from sargable.metastore.filecodec import EntryReader, decode_file, decode_header, decode_headers
 from sargable.metastore.layout import layout_of, table_prefix
 from sargable.metastore.records import Partition, TableDefinition, TableStats
 from sargable.metastore.schema import DECODE_ERRORS, FILE_PATHS, FILES, damaged, key_range
@@ -125,8 +125,8 @@ def block_files(
     try:
         specs = _partition_specs(table, block)
         if decoded:
-            values = block.value_list()
-            return [decode_file(value, table, spec, only) for value, spec in zip(values, specs, strict=True)]
+            decode = EntryReader(table).decode
+            return [decode(value, spec, only) for value, spec in zip(block.value_list(), specs, strict=True)]
         return listed_files(*decode_headers(block.values, block.value_lengths), specs)
     except DECODE_ERRORS as exc:
         raise _damaged_entry(table, block, decoded, only, exc) from None
