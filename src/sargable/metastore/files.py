@@ -106,7 +106,11 @@ def iter_files(
     decoded, only = check_stats(stats)
     layout = layout_of(table)
     if partitions is None:
-        blocks: Iterator[RowBlock] = iter(store.scan_blocks(FILES, *key_range(layout.prefix)))
+        start, stop = key_range(layout.prefix)
+        if store.blocks_of_long_values:
+            blocks: Iterator[RowBlock] = iter(store.scan_blocks(FILES, start, stop))
+        else:
+            blocks = map(RowBlock.of_rows, store.scan_pages(FILES, start, stop))
     else:
         ranges = sorted({file_range(table, tuple(p.values)) for p in partitions}, key=lambda r: r[0])
         rows = store.scan_ranges(FILES, ranges)
