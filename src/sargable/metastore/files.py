@@ -6,7 +6,7 @@ per partition, not one scan per partition.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import islice
 from typing import Any
@@ -36,8 +36,18 @@ def file_key(table: TableDefinition, values: tuple[Any, ...], path: str) -> byte
 
 def file_range(table: TableDefinition, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
     """The keys of one partition's file entries."""
-    types = [*(t for _, t in table.partition_keys), STRING]
-    return keys.prefixed_range(table_prefix(table.table_id), *keys.prefix_range(list(values), types))
+    return file_ranges(table, [values])[0]
+
+
+def file_ranges(table: TableDefinition, partitions: Iterable[Sequence[Any]]) -> list[tuple[bytes, bytes | None]]:
+    """`file_range` of each partition's values, the table's key layout looked up once."""
+    layout = layout_of(table)
+    encode, prefix = layout.file_codec.encode, layout.prefix
+    out = []
+    for values in partitions:
+        encoded = encode(list(values))
+        out.append(keys.prefixed_range(prefix, encoded, keys.prefix_end(encoded)))
+    return out
 
 
 def path_key(table: TableDefinition, path: str) -> bytes:
@@ -112,7 +122,7 @@ def iter_files(
         else:
             blocks = map(RowBlock.of_rows, store.scan_pages(FILES, start, stop))
     else:
-        ranges = sorted({file_range(table, tuple(p.values)) for p in partitions}, key=lambda r: r[0])
+        ranges = sorted(set(file_ranges(table, (p.values for p in partitions))), key=lambda r: r[0])
         rows = store.scan_ranges(FILES, ranges)
         blocks = map(RowBlock.of_rows, iter(lambda: list(islice(rows, MAX_PAGE)), []))
     for block in blocks:
