@@ -113,6 +113,14 @@ def iter_files(
 ) -> Iterator[FileStats]:
     """The files of the given partitions (all when None) in partition key order: one store read either way, decoded
     a block of entries at a time (`block_files`)."""
+    for files in file_blocks(store, table, partitions, stats):
+        yield from files
+
+
+def file_blocks(
+    store: Store, table: TableDefinition, partitions: Iterable[Partition] | None, stats: bool | Collection[str]
+) -> Iterator[list[FileStats]]:
+    """`iter_files` a block of files at a time (a whole listing built without a generator step per file)."""
     decoded, only = check_stats(stats)
     layout = layout_of(table)
     if partitions is None:
@@ -126,7 +134,7 @@ def iter_files(
         rows = store.scan_ranges(FILES, ranges)
         blocks = map(RowBlock.of_rows, iter(lambda: list(islice(rows, MAX_PAGE)), []))
     for block in blocks:
-        yield from block_files(table, block, decoded, only)
+        yield block_files(table, block, decoded, only)
 
 
 def block_files(
