@@ -577,8 +577,8 @@ def _values_compare_as_keys(table: TableDefinition) -> bool:
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block, and on again after if it was: a list of many partitions
-    or files otherwise runs it over the growing list again and again (a third of a long listing's time, more than half
-    of a file listing's); the objects of a listing hold no reference cycles, and the collections are only deferred."""
+    or files otherwise runs it over the growing list again and again (a third of a long listing's time, a quarter of
+    a file listing's); the objects of a listing hold no reference cycles, and the collections are only deferred."""
     if not gc.isenabled():
         yield
         return
