@@ -16,8 +16,8 @@ The same files make three tables:
   `user_id`), checkpointed.
 
 What is timed (per cell, the systems interleaved: rounds in which each system runs in turn for `--budget / 5` seconds,
-at least once, at least `--min-rounds` rounds; the median and quartiles of all runs), each table already loaded
-(sargable's `Table` handle, PyIceberg's `Table`, a `DeltaTable`):
+at least once, at least `--min-rounds` rounds; the median and quartiles of all runs), each table already loaded (see
+`load`: sargable's `Table` handle after one whole-table scan, PyIceberg's `Table`, a `DeltaTable`):
 
 - planning: the files to read for the filter: `table.scan(f).files`, `scan(row_filter=f).plan_files()`, and
   deltalake's `file_uris(partition filters)` (for the data-column filter, which `file_uris` can't take, the
@@ -373,12 +373,33 @@ def build(root: Path, partitions: int, rows: int, cache: Path | None) -> tuple[P
     return data, files, built
 
 
+def load(ms: Any, iceberg: Any, data: Path) -> tuple[Any, Any, Any, dict[str, float]]:
+    """Each table loaded as the timed calls find it, and what loading took (ms, once, caches cleared first):
+    sargable's handle after its first whole-table scan (which keeps the version's file listing and partitions in
+    memory), PyIceberg's `load_table` (the metadata file; manifests are read by each scan), a `DeltaTable` (the log
+    replayed from its checkpoint: every file's add action in memory)."""
+    from deltalake import DeltaTable
+
+    ms.clear_caches()
+    started = time.perf_counter()
+    table = ms.table("bench.events")
+    table.scan()  # lists the whole table: the version's listing and partitions are kept
+    loads = {"sargable": (time.perf_counter() - started) * 1000}
+    started = time.perf_counter()
+    iceberg = iceberg.catalog.load_table("bench.events")
+    loads["pyiceberg"] = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    delta = DeltaTable(str(data))
+    loads["deltalake"] = (time.perf_counter() - started) * 1000
+    print("loaded (ms): " + ", ".join(f"{name} {ms:,.0f}" for name, ms in loads.items()), file=sys.stderr)
+    return table, iceberg, delta, {name: round(ms, 1) for name, ms in loads.items()}
+
+
 def run(partitions: int, rows: int, budget: float, workdir: Path, cache: Path | None, min_rounds: int) -> dict:
     """Build (or take from the cache) the three tables and time every filter, the systems interleaved."""
     data, files, built = build(workdir, partitions, rows, cache)
     ms = built["sargable"][0]
-    table = ms.table("bench.events")
-    iceberg, delta = built["pyiceberg"][0], built["deltalake"][0]
+    table, iceberg, delta, loads = load(ms, built["pyiceberg"][0], data)
     paths = [f[0] for f in files]
     results = []
     for f in filters(partitions, rows):
@@ -423,6 +444,7 @@ def run(partitions: int, rows: int, budget: float, workdir: Path, cache: Path | 
         "partitions": partitions,
         "rows_per_file": rows,
         "build_s": build_seconds,
+        "load_ms": loads,
         "loadavg": [round(x, 2) for x in os.getloadavg()],
         "filters": results,
     }
@@ -430,7 +452,7 @@ def run(partitions: int, rows: int, budget: float, workdir: Path, cache: Path | 
 
 def print_results(result: dict[str, Any]) -> None:
     print(f"{result['partitions']:,} partitions, one file each of {result['rows_per_file']} rows "
-          f"(build s: {result['build_s']})")
+          f"(build s: {result['build_s']}; load ms: {result['load_ms']}; load average {result['loadavg']})")
     print("planning (ms, tables loaded)")
     print(f"  {'filter':<16}{'files':>7}{'sargable':>10}{'pyiceberg':>11}{'deltalake':>11}{'x iceberg':>11}"
           f"{'x delta':>9}")
@@ -477,7 +499,8 @@ def main() -> None:
         print_results(result)
         sizes.append(result)
         if args.json:
-            args.json.write_text(json.dumps({"sizes": sizes}, indent=2, default=str))
+            command = ".venv/bin/python benchmarks/readers.py " + " ".join(sys.argv[1:])
+            args.json.write_text(json.dumps({"command": command, "sizes": sizes}, indent=2, default=str))
 
 
 if __name__ == "__main__":
