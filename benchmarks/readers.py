@@ -333,6 +333,8 @@ def read_pyarrow(data: Path, paths: list[str]) -> int:
 def fmt(ms: float | None) -> str:
     if ms is None:
         return "-"
+    if ms < 1:
+        return f"{ms:.3f}"
     return f"{ms:,.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
@@ -488,7 +490,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where to write the tables (default: a temporary directory)")
     parser.add_argument("--cache", type=Path, help="keep the files, Iceberg and Delta tables here for later runs")
     parser.add_argument("--build-only", action="store_true", help="build (into --cache) and time nothing")
+    parser.add_argument("--show", type=Path, help="print the results of an earlier run's --json file and stop")
     args = parser.parse_args()
+    if args.show:
+        for result in json.loads(args.show.read_text())["sizes"]:
+            print_results(result)
+        return
     sizes = []
     for partitions in args.partitions:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
