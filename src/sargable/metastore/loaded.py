@@ -23,6 +23,7 @@ from sargable.metastore import partitions as partition_rows
 from sargable.metastore.access import FilterPlans, KeyRange
 from sargable.metastore.layout import layout_of
 from sargable.metastore.records import Partition, TableDefinition
+from sargable.metastore.schema import COVERED, INDEXES, key_range
 from sargable.plan import FilterPlan
 from sargable.plan.keyfilter import KeyTest
 from sargable.store import Store
@@ -55,11 +56,8 @@ class LoadedPartitions:
         self.partitions = partitions
         """A record per key, in the same order."""
         self._positions = {id(p): i for i, p in enumerate(partitions)}
-        layout = layout_of(table)
         self._indexes: dict[str, tuple[list[bytes], list[int]]] = {}
-        for column, index in layout.indexes.items():
-            entries = sorted((index.key(p.values), i) for i, p in enumerate(partitions))
-            self._indexes[column] = ([key for key, _ in entries], [i for _, i in entries])
+        """Per indexed column: the partitions' index keys, ascending, and each one's partition position."""
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -115,25 +113,60 @@ class LoadedPartitions:
 
 
 def load(store: Store, table: TableDefinition) -> LoadedPartitions:
-    """Every partition of the table as the open transaction sees it (`table` must be that version)."""
+    """Every partition of the table, with its index keys, as the open transaction sees it (`table` must be that
+    version)."""
     keys_: list[bytes] = []
     records: list[Partition] = []
     for page in partition_rows.pages_all(store, table):
         keys_.extend(page.keys)
         records.extend(page.partitions())
-    return LoadedPartitions(table, keys_, records)
+    loaded = LoadedPartitions(table, keys_, records)
+    for column in table.indexes:
+        loaded._indexes[column] = _index_entries(store, table, records, column)
+    return loaded
+
+
+def values_compare_as_keys(table: TableDefinition) -> bool:
+    """Whether the table's partition values are equal in Python exactly when their keys are (no floating point:
+    -0.0 == 0.0 in Python, NaN != NaN; no decimals, whose 1.0 == 1.00)."""
+    return not any(dtype.is_floating or dtype.name == "decimal" for _, dtype in table.partition_keys)
+
+
+def _index_entries(
+    store: Store, table: TableDefinition, records: list[Partition], column: str
+) -> tuple[list[bytes], list[int]]:
+    """The index keys of these partitions, ascending, and each one's position: read from the index (its keys are
+    sorted and decoded a page at a time) where values compare as keys and every partition has exactly one entry,
+    else encoded here from each partition's values."""
+    index = layout_of(table).indexes[column]
+    if values_compare_as_keys(table):
+        where = {p.values: i for i, p in enumerate(records)}
+        order = [*range(1, index.position + 1), 0, *range(index.position + 1, len(index.columns))]
+        index_keys: list[bytes] = []
+        positions: list[int] = []
+        for block in store.scan_blocks(INDEXES, *key_range(index.prefix), uniform=COVERED):
+            page = partition_rows.Page.of_block(table, block, None, index.codec, index.size, order, INDEXES)
+            for key, values in zip(page.keys, page.values(), strict=True):
+                position = where.get(values)
+                if position is not None:
+                    index_keys.append(key)
+                    positions.append(position)
+        if len(positions) == len(records) and len(set(positions)) == len(records):
+            return index_keys, positions
+    entries = sorted((index.key(p.values), i) for i, p in enumerate(records))
+    return [key for key, _ in entries], [i for _, i in entries]
 
 
 def _spans(ranges: list[KeyRange], sorted_keys: list[bytes]) -> list[tuple[int, int, KeyTest | None]]:
     """Each key range as the positions [lo, hi) of the sorted keys in it, with its key test (empty ones left out)."""
     spans = []
-    for key_range in ranges:
-        lo = bisect_left(sorted_keys, key_range.start)
-        if key_range.is_get:
-            if lo < len(sorted_keys) and sorted_keys[lo] == key_range.start:
-                spans.append((lo, lo + 1, key_range.test))
+    for span in ranges:
+        lo = bisect_left(sorted_keys, span.start)
+        if span.is_get:
+            if lo < len(sorted_keys) and sorted_keys[lo] == span.start:
+                spans.append((lo, lo + 1, span.test))
             continue
-        hi = len(sorted_keys) if key_range.stop is None else bisect_left(sorted_keys, key_range.stop, lo)
+        hi = len(sorted_keys) if span.stop is None else bisect_left(sorted_keys, span.stop, lo)
         if hi > lo:
-            spans.append((lo, hi, key_range.test))
+            spans.append((lo, hi, span.test))
     return spans

@@ -347,7 +347,7 @@ class Table:
         with self._reading():
             if partitions is not None:
                 kept = None
-                if _values_compare_as_keys(self.definition) and listings.get(key) is not None and self._seen():
+                if loaded.values_compare_as_keys(self.definition) and listings.get(key) is not None and self._seen():
                     partitions = partitions if isinstance(partitions, (list, tuple)) else list(partitions)
                     names = self.partition_key_names
                     version = self._caches.partitions.get((self.table_id, self.version))
@@ -623,12 +623,6 @@ class Table:
                 notes=notes,
                 ignore_stats=ignore_stats,
             )
-
-
-def _values_compare_as_keys(table: TableDefinition) -> bool:
-    """Whether the table's partition values are equal in Python exactly when their keys are (no floating point:
-    -0.0 == 0.0 in Python, NaN != NaN; no decimals, whose 1.0 == 1.00)."""
-    return not any(dtype.is_floating or dtype.name == "decimal" for _, dtype in table.partition_keys)
 
 
 @contextmanager
