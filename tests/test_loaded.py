@@ -1,7 +1,7 @@
-"""A table version's loaded partitions (`sargable.metastore.loaded`): kept once a scan or `Table.files()` lists the
-whole table, they answer partition filters and scans with no store read of partitions, indexes or files, exactly as
-the store does (random partition sets over every partition-key type, NULLs included, with and without secondary
-indexes, random filters checked against the store path and against brute force), and only for their version."""
+"""A table version's loaded partitions (`sargable.metastore.loaded`): kept once a scan lists the whole table, they
+answer partition filters and scans with no store read of partitions, indexes or files, exactly as the store does
+(random partition sets over every partition-key type, NULLs included, with and without secondary indexes, random
+filters checked against the store path and against brute force), and only for their version."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _check(ms: Metastore, data, monkeypatch: pytest.MonkeyPatch) -> None:
     stored_partitions = table.partitions(filter)
     stored_scan = table.scan(where)
     stored_files = table.files(stored_partitions)
-    table.files(stats=False)  # the whole listing: the version's partitions are loaded with it
+    table.scan()  # the whole listing: the version's partitions are loaded with it
     with monkeypatch.context() as patch:
         calls = _counting_store(ms, patch)
         loaded_partitions = table.partitions(filter)
@@ -156,7 +156,7 @@ def test_loaded_partitions_answer_only_for_their_version(metastore: Metastore, m
     store until its own version is listed whole, then its loaded partitions, which hold the new partition."""
     _events(metastore)
     old = metastore.table("db.events")
-    old.files()
+    old.scan()
     assert [p.values for p in old.partitions("hr = 3")][:1] == [(dt.date(2024, 1, 1), 3)]
     late = FileStats("/w/late.parquet", 1, 1, partition={"ds": dt.date(2024, 1, 9), "hr": 3})
     metastore.add_files("db", "events", [late])
@@ -171,9 +171,8 @@ def test_loaded_partitions_answer_only_for_their_version(metastore: Metastore, m
     with monkeypatch.context() as patch:
         calls = _counting_store(metastore, patch)
         new.scan("hr = 3")
-    assert not [c for c in calls if c[1] in (PARTITIONS, INDEXES)], "the new version's loaded partitions"
-    assert [c for c in calls if c[1] == FILES], "a listing of every statistic doesn't answer for a scan's files"
-    assert len(new.scan().files) == 13  # a scan lists the whole table (no statistics): kept
+    assert [c for c in calls if c[1] in (PARTITIONS, INDEXES)], "Table.files() loads no partitions"
+    assert len(new.scan().files) == 13  # a scan lists the whole table (no statistics): kept, and loads
     with monkeypatch.context() as patch:
         calls = _counting_store(metastore, patch)
         scan = new.scan("hr = 3")
@@ -185,11 +184,11 @@ def test_loaded_partitions_answer_only_for_their_version(metastore: Metastore, m
 def test_dropped_partitions_are_gone_from_a_new_handle(metastore: Metastore) -> None:
     _events(metastore)
     table = metastore.table("db.events")
-    table.files()
+    table.scan()
     assert len(table.partitions("ds = '2024-01-02'")) == 4
     table.drop_partitions("ds = '2024-01-02'")
     fresh = metastore.table("db.events")
-    fresh.files()
+    fresh.scan()
     assert fresh.partitions("ds = '2024-01-02'") == []
     assert len(fresh.partitions()) == 8
     assert fresh.scan("ds = '2024-01-02'").files == ()
@@ -201,7 +200,7 @@ def test_too_many_partitions_are_not_loaded(tmp_path, monkeypatch) -> None:
     ms = Metastore.open(f"sqlite:///{tmp_path / 'm.db'}", warehouse=tmp_path / "w")
     _events(ms)
     table = ms.table("db.events")
-    table.files()
+    table.scan()
     calls = _counting_store(ms, monkeypatch)
     assert [p.name for p in table.partitions("hr = 1")] == [f"ds=2024-01-0{d}/hr=1" for d in range(1, 4)]
     assert [c for c in calls if c[1] in (PARTITIONS, INDEXES)], "read from the store"

@@ -339,8 +339,8 @@ class Table:
         `stats`: True decodes every column's statistics; False none (`columns == {}`: path, size, row count and
         partition only, several times cheaper per file); a collection of column names, only those columns'. A whole
         table's listing is kept per table version (when that version is the one the reading transaction sees), and
-        the files of some partitions are then taken from it, with no store read; so are the version's partitions
-        (`sargable.metastore.loaded`), which then answer partition filters with no store read.
+        the files of some partitions are then taken from it, with no store read (by position, for the partitions of
+        a loaded version: see `scan`).
         """
         key = (self.table_id, self.version, file_entries.check_stats(stats))
         listings = self._caches.listings
@@ -363,12 +363,11 @@ class Table:
             if listing is None:
                 listing = tuple(self.iter_files(None, stats=stats))
                 listings.put(key, listing)
-            self._load()
             return list(listing)
 
     def _load(self) -> None:
         """Keep this version's partitions in memory (`sargable.metastore.loaded`) unless they are kept or too many;
-        in a transaction that sees this version."""
+        in a transaction that sees this version (a scan's)."""
         key = (self.table_id, self.version)
         kept = self._caches.partitions
         if not self.partition_keys or kept.get(key) is not None:
@@ -610,11 +609,13 @@ class Table:
         files, the filter's exact / inclusive / residual parts and a report (see `sargable.scan`), from one snapshot.
 
         `columns` are checked against the schema; `notes` go into the report; `ignore_stats` names columns whose file
-        statistics must not be used.
+        statistics must not be used. A scan that lists the whole table (no partition filter) loads the version's
+        partitions (`sargable.metastore.loaded`): later partition filters and scans of that version answer from
+        memory.
         """
         with self._reading():
             table = self._in_this_snapshot()
-            return plan_scan(
+            scan = plan_scan(
                 table,
                 table._bound(where, dialect),
                 key_sets,
@@ -623,6 +624,9 @@ class Table:
                 notes=notes,
                 ignore_stats=ignore_stats,
             )
+            if scan.partitions is None and table.partition_keys:
+                table._load()
+            return scan
 
 
 @contextmanager
