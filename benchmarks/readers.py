@@ -67,6 +67,8 @@ KEYS = [("ds", "date"), ("hr", "int")]
 ROUNDS, MAX_RUNS = 5, 200
 """Rounds of interleaved runs at most per cell; runs a system at most in one round."""
 SELECTIVE = ("one partition", "one day", "hr = 3", "OR of 2 days", "user_id range")
+SYSTEMS = ("files", "sargable", "pyiceberg", "deltalake")
+"""What `build` makes: the Parquet files, then each system's table."""
 
 
 @dataclass(frozen=True)
@@ -338,8 +340,11 @@ def fmt(ms: float | None) -> str:
     return f"{ms:,.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
-def build(root: Path, partitions: int, rows: int, cache: Path | None) -> tuple[Path, list, dict[str, Any]]:
-    """(the data folder, the files, each system's loaded table and build seconds: None when it came from the cache)."""
+def build(
+    root: Path, partitions: int, rows: int, cache: Path | None, systems: tuple[str, ...] = SYSTEMS
+) -> tuple[Path, list, dict[str, Any]]:
+    """(the data folder, the files, each of `systems`' loaded table and build seconds: None when it came from the
+    cache)."""
     home = root if cache is None else cache / f"readers-{partitions}x{rows}"
     home.mkdir(parents=True, exist_ok=True)
     data = home / "data"
@@ -352,6 +357,8 @@ def build(root: Path, partitions: int, rows: int, cache: Path | None) -> tuple[P
     ]
     built: dict[str, Any] = {}
     for name, step in steps:
+        if name not in systems:
+            continue
         marker = home / f".built-{name}"
         started = time.perf_counter()
         if name != "sargable" and marker.exists():
@@ -363,12 +370,12 @@ def build(root: Path, partitions: int, rows: int, cache: Path | None) -> tuple[P
         if name != "sargable":
             marker.touch()
         print(f"built {name} in {built[name][1]} s", file=sys.stderr)
-    if built["pyiceberg"][0] is None:
+    if "pyiceberg" in systems and built["pyiceberg"][0] is None:
         from pyiceberg.catalog.sql import SqlCatalog
 
         catalog = SqlCatalog("bench", uri=f"sqlite:///{home}/iceberg/catalog.db", warehouse=f"file://{home}/iceberg")
         built["pyiceberg"] = (catalog.load_table("bench.events"), None)
-    if built["deltalake"][0] is None:
+    if "deltalake" in systems and built["deltalake"][0] is None:
         from deltalake import DeltaTable
 
         built["deltalake"] = (DeltaTable(str(data)), None)
@@ -462,6 +469,31 @@ def run(
     }
 
 
+def sargable_planning(partitions: int, rows: int, workdir: Path, cache: Path | None, calls: int = 200) -> None:
+    """sargable's planning alone, per selective filter, median ms of `calls` calls on a handle that has planned the
+    filter before but never listed the whole table ("open"), then after one whole-table scan ("loaded"): to compare
+    versions of sargable (run with another tree's `src` first on PYTHONPATH)."""
+    ms = build(workdir, partitions, rows, cache, systems=("files", "sargable"))[2]["sargable"][0]
+    print(f"sargable {sg.__file__}, {partitions:,} partitions")
+    for state in ("open", "loaded"):
+        ms.clear_caches()
+        table = ms.table("bench.events")
+        if state == "loaded":
+            table.scan()
+        for f in filters(partitions, rows):
+            if f.name not in SELECTIVE[:4]:
+                continue
+            plan_sargable(table, f)
+            times = []
+            for _ in range(calls):
+                started = time.perf_counter()
+                plan_sargable(table, f)
+                times.append((time.perf_counter() - started) * 1000)
+            print(f"  {state:<7}{f.name:<16}{statistics.median(times):>9.3f} ms")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    ms.close()
+
+
 def print_results(result: dict[str, Any]) -> None:
     print(f"{result['partitions']:,} partitions, one file each of {result['rows_per_file']} rows "
           f"(build s: {result['build_s']}; load ms: {result['load_ms']}; load average {result['loadavg']})")
@@ -504,6 +536,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="keep the files, Iceberg and Delta tables here for later runs")
     parser.add_argument("--build-only", action="store_true", help="build (into --cache) and time nothing")
     parser.add_argument("--filters", nargs="+", help="time only these filters (by name, e.g. 'hr = 3')")
+    parser.add_argument("--planning-only", action="store_true", help="time sargable's planning alone (no peers)")
     parser.add_argument("--show", type=Path, help="print the results of an earlier run's --json file and stop")
     args = parser.parse_args()
     if args.show:
@@ -513,6 +546,9 @@ def main() -> None:
     sizes = []
     for partitions in args.partitions:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            if args.planning_only:
+                sargable_planning(partitions, args.rows, Path(tmp), args.cache)
+                continue
             if args.build_only:
                 build(Path(tmp), partitions, args.rows, args.cache)[2]["sargable"][0].close()
                 continue
