@@ -98,6 +98,8 @@ ifeq ($(BENCH_SCALE),full)
 	set -o pipefail; $(PY) benchmarks/write.py --repeat 3 --json $(BENCH_OUT)/write.json | tee $(BENCH_OUT)/write.txt
 	set -o pipefail; $(PY) benchmarks/s3.py --partitions 10000 --delay 0.02 --repeat 3 --json $(BENCH_OUT)/s3.json \
 	  | tee $(BENCH_OUT)/s3.txt
+	set -o pipefail; $(PY) benchmarks/readers.py --partitions 20000 100000 --min-rounds 2 \
+	  --json $(BENCH_OUT)/readers.json | tee $(BENCH_OUT)/readers.txt
 endif
 	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
 

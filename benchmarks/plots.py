@@ -1,14 +1,14 @@
 """PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, full and
 unselective partition listings, files read per TPC-DS query, data-skipping tightness and speed, the Hive metastore
 API (Hive's own vs `sargable serve`, warm and cold, and Spark SQL end to end through each), files read per filter
-before and after `sgs.optimize`, selective reads on S3.
+before and after `sgs.optimize`, selective reads on S3, reading without Spark against PyIceberg and deltalake.
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json` (latency
-and listings), `tpcds.json`, `skipping.json`, `hms.json`, `hms-cold.json`, `hms-e2e.json`, `optimize.json` and
-`s3.json`. A plot whose results file is missing is skipped with a message, never drawn from invented figures. Needs
-matplotlib (the bench extra); draws with the Agg backend, so no display is needed.
+and listings), `tpcds.json`, `skipping.json`, `hms.json`, `hms-cold.json`, `hms-e2e.json`, `optimize.json`,
+`s3.json` and `readers.json`. A plot whose results file is missing is skipped with a message, never drawn from
+invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no display is needed.
 """
 
 from __future__ import annotations
@@ -591,6 +591,64 @@ def plot_s3(data: dict[str, Any], out: Path) -> Path:
     return path
 
 
+# ------------------------------------------------------------------------------------------ readers
+
+READER_STYLES = (
+    ("sargable", "#1f6feb"),
+    ("pyiceberg", "#16a34a"),
+    ("deltalake", "#d97706"),
+    ("duckdb", "#6b7280"),
+    ("pyarrow", "#9ca3af"),
+)
+
+
+def _readers_panel(ax: Any, rows: list[dict[str, Any]], phase: str, systems: list[tuple[str, str]]) -> None:
+    """Grouped log-scale bars of one phase's medians per filter, sargable's speed-up over the fastest peer above
+    its bar."""
+    filters = [r["filter"] for r in rows]
+    width = 0.8 / len(systems)
+    for n, (system, color) in enumerate(systems):
+        xs = [i + (n - (len(systems) - 1) / 2) * width for i in range(len(filters))]
+        values = [r.get(f"{phase}_{system}_ms") for r in rows]
+        shown = [(x, v) for x, v in zip(xs, values) if v is not None]
+        ax.bar([x for x, _ in shown], [v for _, v in shown], width, color=color, label=system)
+        if system != "sargable":
+            continue
+        for (x, ours), row in zip(shown, rows):
+            peers = [row[f"{phase}_{p}_ms"] for p in ("pyiceberg", "deltalake")]
+            ax.annotate(_ratio_text(min(peers) / ours), (x, ours), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=7, color="#1f6feb")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(filters)), filters, fontsize=8)
+    ax.set_ylabel("ms (median)")
+
+
+def plot_readers(data: dict[str, Any], out: Path) -> Path | None:
+    """Planning and reading to Arrow per filter, sargable against PyIceberg and deltalake (DuckDB and pyarrow
+    beside them), one row of panels per table size."""
+    sizes = data.get("sizes") or []
+    if not sizes:
+        return None
+    fig, axes = plt.subplots(len(sizes), 2, figsize=(15, 4.6 * len(sizes)), squeeze=False)
+    for (plan_ax, read_ax), size in zip(axes, sizes):
+        rows = size["filters"]
+        _readers_panel(plan_ax, rows, "plan", list(READER_STYLES[:3]))
+        _readers_panel(read_ax, rows, "read", list(READER_STYLES))
+        load = ", ".join(f"{k} {v:,.0f}" for k, v in size.get("load_ms", {}).items())
+        plan_ax.set_title(f"{size['partitions']:,} partitions: planning, tables loaded (load ms: {load})", fontsize=10)
+        read_ax.set_title(f"{size['partitions']:,} partitions: reading to one Arrow table", fontsize=10)
+        plan_ax.legend(frameon=False, fontsize=8)
+        read_ax.legend(frameon=False, fontsize=8, ncol=2)
+    fig.suptitle("Reading without Spark: sargable vs PyIceberg and deltalake (x: sargable vs the faster of the two)",
+                 fontsize=12)
+    _footer(fig, data.get("command", "benchmarks/readers.py"))
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    path = out / "readers.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -611,6 +669,7 @@ def main(argv: list[str] | None = None) -> int:
         ("hms-e2e.json", plot_hms_e2e),
         ("optimize.json", plot_optimize),
         ("s3.json", plot_s3),
+        ("readers.json", plot_readers),
     ]
     for name, plot in plots:
         data = _load(results / name)

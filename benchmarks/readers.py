@@ -1,7 +1,7 @@
 """Reading a table without Spark: sargable's `Scan` readers against PyIceberg and deltalake on the same files, with
 DuckDB's own Hive-partitioned read and pyarrow reading the files directly beside them, in one run.
 
-    .venv/bin/python benchmarks/readers.py [--partitions 20000] [--rows 50] [--budget 2] [--json F]
+    .venv/bin/python benchmarks/readers.py [--partitions 20000] [--rows 50] [--budget 2] [--json F] [--cache DIR]
 
 The data: partitions `ds` (date) x `hr` (int, 24 a day) from 2024-01-01 in key order, one Parquet file each of
 `--rows` rows `(user_id bigint, amount double, country string)`, written once in Hive folders (`ds=.../hr=.../`)
@@ -15,8 +15,9 @@ The same files make three tables:
 - deltalake: a Delta log written over the folder (`create_table_with_add_actions`, `minValues`/`maxValues` stats of
   `user_id`), checkpointed.
 
-What is timed (median of repeated runs within `--budget` seconds a cell, at least 3 unless a run takes longer than
-the budget), each table already loaded (sargable's `Table` handle, PyIceberg's `Table`, a `DeltaTable`):
+What is timed (per cell, the systems interleaved: rounds in which each system runs in turn for `--budget / 5` seconds,
+at least once, at least `--min-rounds` rounds; the median and quartiles of all runs), each table already loaded (see
+`load`: sargable's `Table` handle after one whole-table scan, PyIceberg's `Table`, a `DeltaTable`):
 
 - planning: the files to read for the filter: `table.scan(f).files`, `scan(row_filter=f).plan_files()`, and
   deltalake's `file_uris(partition filters)` (for the data-column filter, which `file_uris` can't take, the
@@ -26,6 +27,11 @@ the budget), each table already loaded (sargable's `Table` handle, PyIceberg's `
   `to_pyarrow_dataset().to_table(filter=...)`, DuckDB's `read_parquet('.../ds=*/hr=*/*.parquet',
   hive_partitioning = true)` with the same `WHERE` (`.to_arrow_table()`), and for the full scan pyarrow's own
   dataset over the same file list (Hive partitioning), the floor a reader on Arrow can reach.
+
+With `--cache DIR` the Parquet files, the Iceberg table and the Delta table are kept in
+`DIR/readers-<partitions>x<rows>` and reused by later runs of the same size (each is marked complete only once
+built); sargable's metastore is built again on every run, so that it is always in the format of the code measured.
+Progress goes to stderr; `--partitions 20000 100000` runs both sizes, one after the other.
 
 Every system's row count is checked against sargable's for each filter. The peers are bench extras (`pip install
 'pyiceberg[sql-sqlite]' deltalake duckdb`), imported only here.
@@ -37,6 +43,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -57,8 +64,11 @@ DAY0 = dt.date(2024, 1, 1)
 COUNTRIES = ("BR", "DE", "FR", "IN", "JP", "US")
 SCHEMA = [("user_id", "bigint"), ("amount", "double"), ("country", "string")]
 KEYS = [("ds", "date"), ("hr", "int")]
-MIN_RUNS, MAX_RUNS = 3, 25
+ROUNDS, MAX_RUNS = 5, 200
+"""Rounds of interleaved runs at most per cell; runs a system at most in one round."""
 SELECTIVE = ("one partition", "one day", "hr = 3", "OR of 2 days", "user_id range")
+SYSTEMS = ("files", "sargable", "pyiceberg", "deltalake")
+"""What `build` makes: the Parquet files, then each system's table."""
 
 
 @dataclass(frozen=True)
@@ -111,18 +121,42 @@ def filters(partitions: int, rows: int) -> list[Filter]:
     ]
 
 
-def measure(fn: Callable[[], int], budget: float) -> tuple[float, int]:
-    """(median milliseconds, the count `fn` returns) of repeated calls."""
-    times: list[float] = []
+def measure(fns: dict[str, Callable[[], int]], budget: float, min_rounds: int) -> dict[str, Timing]:
+    """Each system's median milliseconds, spread and the count it returns, the systems interleaved: rounds in which
+    each runs in turn for at least `budget / ROUNDS` seconds (at least once), until every system has run
+    `min_rounds` rounds and the rounds took `budget` seconds a system, or `ROUNDS` rounds ran."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    counts: dict[str, int] = {}
     began = time.perf_counter()
-    count = -1
-    while True:
-        started = time.perf_counter()
-        count = fn()
-        times.append((time.perf_counter() - started) * 1000)
-        spent = time.perf_counter() - began
-        if len(times) >= MAX_RUNS or (spent > budget and (len(times) >= MIN_RUNS or times[0] > budget * 1000)):
-            return statistics.median(times), count
+    for done in range(1, ROUNDS + 1):
+        for name, fn in fns.items():
+            slice_began = time.perf_counter()
+            while True:
+                started = time.perf_counter()
+                counts[name] = fn()
+                ended = time.perf_counter()
+                times[name].append((ended - started) * 1000)
+                if ended - slice_began >= budget / ROUNDS or len(times[name]) >= MAX_RUNS * ROUNDS:
+                    break
+        if done >= min_rounds and time.perf_counter() - began >= budget * len(fns):
+            break
+    return {name: Timing.of(times[name], counts[name]) for name in fns}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A cell: median ms, the first and third quartiles, how many runs, and the count the system returned."""
+
+    median: float
+    q1: float
+    q3: float
+    runs: int
+    count: int
+
+    @classmethod
+    def of(cls, times: list[float], count: int) -> Timing:
+        q1, _, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else (times[0],) * 3
+        return cls(statistics.median(times), q1, q3, len(times), count)
 
 
 # ------------------------------------------------------------------------------------------------ building
@@ -132,16 +166,21 @@ def partition_of(i: int) -> tuple[dt.date, int]:
     return DAY0 + dt.timedelta(days=i // 24), i % 24
 
 
-def write_files(data: Path, partitions: int, rows: int) -> list[tuple[str, dt.date, int, int, int]]:
+def file_list(data: Path, partitions: int, rows: int) -> list[tuple[str, dt.date, int, int, int]]:
     """The Parquet files, one a partition: (path, ds, hr, lowest user_id, highest user_id)."""
     out = []
-    countries = pa.array([COUNTRIES[j % len(COUNTRIES)] for j in range(rows)])
     for i in range(partitions):
         d, h = partition_of(i)
-        folder = data / f"ds={d}" / f"hr={h}"
-        folder.mkdir(parents=True)
-        path = str(folder / "part-00000.parquet")
         first = i * rows
+        out.append((str(data / f"ds={d}" / f"hr={h}" / "part-00000.parquet"), d, h, first, first + rows - 1))
+    return out
+
+
+def write_files(files: list[tuple[str, dt.date, int, int, int]], rows: int) -> None:
+    """Write the files of `file_list`."""
+    countries = pa.array([COUNTRIES[j % len(COUNTRIES)] for j in range(rows)])
+    for done, (path, _, _, first, _) in enumerate(files):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         table = pa.table(
             {
                 "user_id": pa.array(range(first, first + rows), pa.int64()),
@@ -150,21 +189,21 @@ def write_files(data: Path, partitions: int, rows: int) -> list[tuple[str, dt.da
             }
         )
         pq.write_table(table, path)
-        out.append((path, d, h, first, first + rows - 1))
-    return out
+        if (done + 1) % 10_000 == 0:
+            print(f"  wrote {done + 1:,} of {len(files):,} files", file=sys.stderr)
 
 
-def build_sargable(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
+def build_sargable(root: Path, data: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
     ms = sg.Metastore.open(f"sqlite:///{root}/metastore.db", warehouse=root / "warehouse")
     ms.create_database("bench")
-    ms.create_table("bench", "events", SCHEMA, KEYS, location=str(root / "data"), index_all=True)
+    ms.create_table("bench", "events", SCHEMA, KEYS, location=str(data), index_all=True)
     stats = [sg.stats_from_parquet(path, SCHEMA, partition={"ds": d, "hr": h}) for path, d, h, _, _ in files]
     for start in range(0, len(stats), 10_000):
         ms.add_files("bench", "events", stats[start : start + 10_000])
     return ms
 
 
-def build_iceberg(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
+def build_iceberg(root: Path, data: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.conversions import to_bytes
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -175,6 +214,7 @@ def build_iceberg(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -
     from pyiceberg.typedef import Record
     from pyiceberg.types import DateType, DoubleType, IntegerType, LongType, NestedField, StringType
 
+    shutil.rmtree(root / "iceberg", ignore_errors=True)  # a build cut short before
     (root / "iceberg").mkdir()
     catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/iceberg/catalog.db", warehouse=f"file://{root}/iceberg")
     catalog.create_namespace("bench")
@@ -215,11 +255,11 @@ def build_iceberg(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -
     return catalog.load_table("bench.events")
 
 
-def build_delta(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
+def build_delta(root: Path, data: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import AddAction, create_table_with_add_actions
 
-    data = root / "data"
+    shutil.rmtree(data / "_delta_log", ignore_errors=True)  # a build cut short before
     schema = Schema.from_arrow(
         pa.schema([("user_id", pa.int64()), ("amount", pa.float64()), ("country", pa.string()),
                    ("ds", pa.date32()), ("hr", pa.int32())])
@@ -295,53 +335,168 @@ def read_pyarrow(data: Path, paths: list[str]) -> int:
 def fmt(ms: float | None) -> str:
     if ms is None:
         return "-"
+    if ms < 1:
+        return f"{ms:.3f}"
     return f"{ms:,.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
-def run(partitions: int, rows: int, budget: float, workdir: Path) -> dict[str, Any]:
-    data = workdir / "data"
-    started = time.perf_counter()
-    files = write_files(data, partitions, rows)
-    print(f"wrote {len(files):,} files in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    builds = {}
-    for name, build in (("sargable", build_sargable), ("pyiceberg", build_iceberg), ("deltalake", build_delta)):
+def build(
+    root: Path, partitions: int, rows: int, cache: Path | None, systems: tuple[str, ...] = SYSTEMS
+) -> tuple[Path, list, dict[str, Any]]:
+    """(the data folder, the files, each of `systems`' loaded table and build seconds: None when it came from the
+    cache)."""
+    home = root if cache is None else cache / f"readers-{partitions}x{rows}"
+    home.mkdir(parents=True, exist_ok=True)
+    data = home / "data"
+    files = file_list(data, partitions, rows)
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("files", lambda: write_files(files, rows)),
+        ("sargable", lambda: build_sargable(root, data, files)),
+        ("pyiceberg", lambda: build_iceberg(home, data, files)),
+        ("deltalake", lambda: build_delta(home, data, files)),
+    ]
+    built: dict[str, Any] = {}
+    for name, step in steps:
+        if name not in systems:
+            continue
+        marker = home / f".built-{name}"
         started = time.perf_counter()
-        built = build(workdir, files)
-        builds[name] = (built, time.perf_counter() - started)
-        print(f"built {name} in {builds[name][1]:.1f} s", file=sys.stderr)
-    ms = builds["sargable"][0]
+        if name != "sargable" and marker.exists():
+            built[name] = (None, None)
+            print(f"{name}: kept in {home}", file=sys.stderr)
+            continue
+        print(f"building {name} ({partitions:,} partitions)", file=sys.stderr)
+        built[name] = (step(), round(time.perf_counter() - started, 1))
+        if name != "sargable":
+            marker.touch()
+        print(f"built {name} in {built[name][1]} s", file=sys.stderr)
+    if "pyiceberg" in systems and built["pyiceberg"][0] is None:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        catalog = SqlCatalog("bench", uri=f"sqlite:///{home}/iceberg/catalog.db", warehouse=f"file://{home}/iceberg")
+        built["pyiceberg"] = (catalog.load_table("bench.events"), None)
+    if "deltalake" in systems and built["deltalake"][0] is None:
+        from deltalake import DeltaTable
+
+        built["deltalake"] = (DeltaTable(str(data)), None)
+    return data, files, built
+
+
+def load(ms: Any, iceberg: Any, data: Path) -> tuple[Any, Any, Any, dict[str, float]]:
+    """Each table loaded as the timed calls find it, and what loading took (ms, once, caches cleared first):
+    sargable's handle after its first whole-table scan (which keeps the version's file listing and partitions in
+    memory), PyIceberg's `load_table` (the metadata file; manifests are read by each scan), a `DeltaTable` (the log
+    replayed from its checkpoint: every file's add action in memory)."""
+    from deltalake import DeltaTable
+
+    ms.clear_caches()
+    started = time.perf_counter()
     table = ms.table("bench.events")
-    iceberg, delta = builds["pyiceberg"][0], builds["deltalake"][0]
+    table.scan()  # lists the whole table: the version's listing and partitions are kept
+    loads = {"sargable": (time.perf_counter() - started) * 1000}
+    started = time.perf_counter()
+    iceberg = iceberg.catalog.load_table("bench.events")
+    loads["pyiceberg"] = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    delta = DeltaTable(str(data))
+    loads["deltalake"] = (time.perf_counter() - started) * 1000
+    print("loaded (ms): " + ", ".join(f"{name} {ms:,.0f}" for name, ms in loads.items()), file=sys.stderr)
+    return table, iceberg, delta, {name: round(ms, 1) for name, ms in loads.items()}
+
+
+def run(
+    partitions: int,
+    rows: int,
+    budget: float,
+    workdir: Path,
+    cache: Path | None,
+    min_rounds: int,
+    only: list[str] | None = None,
+) -> dict:
+    """Build (or take from the cache) the three tables and time every filter, the systems interleaved."""
+    data, files, built = build(workdir, partitions, rows, cache)
+    ms = built["sargable"][0]
+    table, iceberg, delta, loads = load(ms, built["pyiceberg"][0], data)
     paths = [f[0] for f in files]
     results = []
     for f in filters(partitions, rows):
-        row: dict[str, Any] = {"filter": f.name, "sargable_filter": f.sql}
-        row["plan_sargable_ms"], row["files"] = measure(lambda f=f: plan_sargable(table, f), budget)
-        row["plan_pyiceberg_ms"], iceberg_files = measure(lambda f=f: plan_iceberg(iceberg, f), budget)
-        row["plan_deltalake_ms"], delta_files = measure(lambda f=f: plan_delta(delta, f), budget)
-        row["read_sargable_ms"], row["rows"] = measure(lambda f=f: read_sargable(table, f), budget)
-        row["read_pyiceberg_ms"], iceberg_rows = measure(lambda f=f: read_iceberg(iceberg, f), budget)
-        row["read_deltalake_ms"], delta_rows = measure(lambda f=f: read_delta(delta, f), budget)
-        row["read_duckdb_ms"], duck_rows = measure(lambda f=f: read_duckdb(data, f), budget)
-        pyarrow_rows = row["rows"]
-        row["read_pyarrow_ms"] = None
+        if only is not None and f.name not in only:
+            continue
+        plans = measure(
+            {
+                "sargable": lambda f=f: plan_sargable(table, f),
+                "pyiceberg": lambda f=f: plan_iceberg(iceberg, f),
+                "deltalake": lambda f=f: plan_delta(delta, f),
+            },
+            budget,
+            min_rounds,
+        )
+        readers: dict[str, Callable[[], int]] = {
+            "sargable": lambda f=f: read_sargable(table, f),
+            "pyiceberg": lambda f=f: read_iceberg(iceberg, f),
+            "deltalake": lambda f=f: read_delta(delta, f),
+            "duckdb": lambda f=f: read_duckdb(data, f),
+        }
         if f.sql is None:
-            row["read_pyarrow_ms"], pyarrow_rows = measure(lambda: read_pyarrow(data, paths), budget)
-        counts = {"pyiceberg": iceberg_rows, "deltalake": delta_rows, "duckdb": duck_rows, "pyarrow": pyarrow_rows}
-        wrong = {name: count for name, count in counts.items() if count != row["rows"]}
+            readers["pyarrow"] = lambda: read_pyarrow(data, paths)
+        reads = measure(readers, budget, min_rounds)
+        row: dict[str, Any] = {"filter": f.name, "sargable_filter": f.sql, "files": plans["sargable"].count}
+        row["rows"] = reads["sargable"].count
+        wrong = {name: t.count for name, t in reads.items() if t.count != row["rows"]}
         if wrong:
             raise SystemExit(f"{f.name}: sargable read {row['rows']} rows, but {wrong}")
-        row["files_pyiceberg"], row["files_deltalake"] = iceberg_files, delta_files
+        for name, timing in plans.items():
+            row[f"plan_{name}_ms"] = round(timing.median, 3)
+            row[f"plan_{name}_iqr"] = [round(timing.q1, 3), round(timing.q3, 3)]
+            row[f"plan_{name}_runs"] = timing.runs
+        for name, timing in reads.items():
+            row[f"read_{name}_ms"] = round(timing.median, 3)
+            row[f"read_{name}_iqr"] = [round(timing.q1, 3), round(timing.q3, 3)]
+            row[f"read_{name}_runs"] = timing.runs
+        row.setdefault("read_pyarrow_ms", None)
+        row["files_pyiceberg"], row["files_deltalake"] = plans["pyiceberg"].count, plans["deltalake"].count
         results.append(row)
-        print(f"{f.name}: done", file=sys.stderr)
+        print(f"{partitions:,} partitions, {f.name}: done, load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
     ms.close()
-    build_seconds = {name: round(seconds, 1) for name, (_, seconds) in builds.items()}
-    return {"partitions": partitions, "rows_per_file": rows, "build_s": build_seconds, "filters": results}
+    build_seconds = {name: seconds for name, (_, seconds) in built.items()}
+    return {
+        "partitions": partitions,
+        "rows_per_file": rows,
+        "build_s": build_seconds,
+        "load_ms": loads,
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "filters": results,
+    }
+
+
+def sargable_planning(partitions: int, rows: int, workdir: Path, cache: Path | None, calls: int = 200) -> None:
+    """sargable's planning alone, per selective filter, median ms of `calls` calls on a handle that has planned the
+    filter before but never listed the whole table ("open"), then after one whole-table scan ("loaded"): to compare
+    versions of sargable (run with another tree's `src` first on PYTHONPATH)."""
+    ms = build(workdir, partitions, rows, cache, systems=("files", "sargable"))[2]["sargable"][0]
+    print(f"sargable {sg.__file__}, {partitions:,} partitions")
+    for state in ("open", "loaded"):
+        ms.clear_caches()
+        table = ms.table("bench.events")
+        if state == "loaded":
+            table.scan()
+        for f in filters(partitions, rows):
+            if f.name not in SELECTIVE[:4]:
+                continue
+            plan_sargable(table, f)
+            times = []
+            for _ in range(calls):
+                started = time.perf_counter()
+                plan_sargable(table, f)
+                times.append((time.perf_counter() - started) * 1000)
+            print(f"  {state:<7}{f.name:<16}{statistics.median(times):>9.3f} ms")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    ms.close()
 
 
 def print_results(result: dict[str, Any]) -> None:
     print(f"{result['partitions']:,} partitions, one file each of {result['rows_per_file']} rows "
-          f"(build s: {result['build_s']})")
+          f"(build s: {result['build_s']}; load ms: {result['load_ms']}; load average {result['loadavg']})")
     print("planning (ms, tables loaded)")
     print(f"  {'filter':<16}{'files':>7}{'sargable':>10}{'pyiceberg':>11}{'deltalake':>11}{'x iceberg':>11}"
           f"{'x delta':>9}")
@@ -358,9 +513,12 @@ def print_results(result: dict[str, Any]) -> None:
         print(f"  {row['filter']:<16}{row['rows']:>9,}{fmt(ours):>10}{fmt(row['read_pyiceberg_ms']):>11}"
               f"{fmt(row['read_deltalake_ms']):>11}{fmt(row['read_duckdb_ms']):>9}{fmt(row['read_pyarrow_ms']):>9}"
               f"{row['read_pyiceberg_ms'] / ours:>10.1f}x{row['read_deltalake_ms'] / ours:>8.1f}x")
-    full = next(r for r in result["filters"] if r["filter"] == "no filter")
-    print(f"full scan: sargable / pyarrow = {full['read_sargable_ms'] / full['read_pyarrow_ms']:.2f} (target <= 1.2)")
+    for full in (r for r in result["filters"] if r["filter"] == "no filter"):
+        ratio = full["read_sargable_ms"] / full["read_pyarrow_ms"]
+        print(f"full scan: sargable / pyarrow = {ratio:.2f} (target <= 1.2)")
     selective = [r for r in result["filters"] if r["filter"] in SELECTIVE]
+    if not selective:
+        return
     plan_x = min(min(r["plan_pyiceberg_ms"], r["plan_deltalake_ms"]) / r["plan_sargable_ms"] for r in selective)
     read_x = min(min(r["read_pyiceberg_ms"], r["read_deltalake_ms"]) / r["read_sargable_ms"] for r in selective)
     print(f"selective filters: planning at least {plan_x:.1f}x faster (target 10x), reading at least {read_x:.1f}x "
@@ -369,17 +527,37 @@ def print_results(result: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--partitions", type=int, default=20_000)
+    parser.add_argument("--partitions", type=int, nargs="+", default=[20_000], help="table sizes (default 20000)")
     parser.add_argument("--rows", type=int, default=50, help="rows per file (default 50)")
-    parser.add_argument("--budget", type=float, default=2.0, help="seconds of repeated runs per cell (default 2)")
+    parser.add_argument("--budget", type=float, default=2.0, help="seconds of runs per system and cell (default 2)")
+    parser.add_argument("--min-rounds", type=int, default=3, help="interleaved rounds per cell at least (default 3)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     parser.add_argument("--workdir", type=Path, help="where to write the tables (default: a temporary directory)")
+    parser.add_argument("--cache", type=Path, help="keep the files, Iceberg and Delta tables here for later runs")
+    parser.add_argument("--build-only", action="store_true", help="build (into --cache) and time nothing")
+    parser.add_argument("--filters", nargs="+", help="time only these filters (by name, e.g. 'hr = 3')")
+    parser.add_argument("--planning-only", action="store_true", help="time sargable's planning alone (no peers)")
+    parser.add_argument("--show", type=Path, help="print the results of an earlier run's --json file and stop")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        result = run(args.partitions, args.rows, args.budget, Path(tmp))
-    print_results(result)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2, default=str))
+    if args.show:
+        for result in json.loads(args.show.read_text())["sizes"]:
+            print_results(result)
+        return
+    sizes = []
+    for partitions in args.partitions:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            if args.planning_only:
+                sargable_planning(partitions, args.rows, Path(tmp), args.cache)
+                continue
+            if args.build_only:
+                build(Path(tmp), partitions, args.rows, args.cache)[2]["sargable"][0].close()
+                continue
+            result = run(partitions, args.rows, args.budget, Path(tmp), args.cache, args.min_rounds, args.filters)
+        print_results(result)
+        sizes.append(result)
+        if args.json:
+            command = ".venv/bin/python benchmarks/readers.py " + " ".join(sys.argv[1:])
+            args.json.write_text(json.dumps({"command": command, "sizes": sizes}, indent=2, default=str))
 
 
 if __name__ == "__main__":

@@ -145,10 +145,15 @@ def arrow_rows(table: pa.Table) -> list[tuple[Any, ...]]:
     return [tuple(row.values()) for row in table.to_pylist()]
 
 
-def _check_against_duckdb(ms: Metastore, root: Path, drawn: Drawn, predicate: Any) -> None:
-    """`to_arrow` (and `to_dataset`, and DuckDB reading `to_duckdb`'s view) give DuckDB's rows over all files."""
+def _check_against_duckdb(ms: Metastore, root: Path, drawn: Drawn, predicate: Any, loaded: bool = False) -> None:
+    """`to_arrow` (and `to_dataset`, and DuckDB reading `to_duckdb`'s view) give DuckDB's rows over all files; with
+    `loaded`, from a handle whose version was listed whole first (its partitions answer from memory)."""
     name = write_table(ms, root, drawn)
-    scan = ms.table(f"db.{name}").scan(predicate)
+    table = ms.table(f"db.{name}")
+    if loaded:
+        table.scan()
+    event(f"handle: {'loaded' if loaded else 'cold'}")
+    scan = table.scan(predicate)
     result = scan.to_arrow()
     assert result.schema == pa.schema([(n, readers.column_arrow_type(parse_type(t))) for n, t in drawn.schema])
     expected = duckdb_rows(root / name, drawn, to_duckdb(scan.filter.expr))
@@ -168,7 +173,7 @@ def test_to_arrow_agrees_with_duckdb_over_all_files(data: st.DataObject, metasto
     drawn = data.draw(drawn_tables())
     pools = {n: [r[n] for r in drawn.rows if r[n] is not None] for n, _ in drawn.schema}
     predicate = data.draw(predicates(drawn.schema, kinds=DUCK_KINDS, pools=pools, max_leaves=6))
-    _check_against_duckdb(metastore, tmp_path, drawn, predicate)
+    _check_against_duckdb(metastore, tmp_path, drawn, predicate, data.draw(st.booleans(), label="loaded"))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -179,7 +184,7 @@ def test_partition_filters_agree_with_duckdb(data: st.DataObject, metastore: Met
     pools = {n: [r[n] for r in drawn.rows if r[n] is not None] for n, _ in drawn.keys}
     kinds = frozenset({"compare", "in", "between", "is_null", "like"})
     predicate = data.draw(predicates(drawn.keys, kinds=kinds, pools=pools, max_leaves=4))
-    _check_against_duckdb(metastore, tmp_path, drawn, predicate)
+    _check_against_duckdb(metastore, tmp_path, drawn, predicate, data.draw(st.booleans(), label="loaded"))
 
 
 @settings(max_examples=40, deadline=None)

@@ -64,3 +64,36 @@ def test_duckdb_reads_an_s3_scan(s3_events: tuple[Metastore, str, Any]) -> None:
         (dt.date(2024, 1, 1), 2),
         (dt.date(2024, 1, 2), 2),
     ]
+
+
+def test_an_empty_s3_scan_reads_no_object_and_keeps_the_schema(s3_events: tuple[Metastore, str, Any]) -> None:
+    ms, bucket, server = s3_events
+    scan = ms.table("db.events").scan("ds = '2030-01-01'", columns=["country", "hr"])
+    with server.counted() as requests:
+        result = scan.to_arrow()
+        frame = scan.to_pandas()
+    assert scan.files == () and result.num_rows == 0
+    assert result.schema == pa.schema([("country", pa.string()), ("hr", pa.int32())])
+    assert list(frame.columns) == ["country", "hr"]
+    assert requests.of("GET") == [] and requests.count("LIST", under=f"{bucket}/events") == 0
+
+
+def test_batches_pandas_and_polars_of_an_s3_scan_project_and_fill_null_partitions(
+    s3_events: tuple[Metastore, str, Any],
+) -> None:
+    ms, _, _ = s3_events
+    table = ms.table("db.events")
+    table.scan()  # the version listed whole: its partitions answer from memory, as they would in a notebook
+    scan = table.scan("hr is null and country = 'US'", columns=["ds", "user_id", "hr"])
+    batches = list(scan.to_batches(batch_rows=1))
+    assert batches and all(b.num_rows == 1 and b.schema.names == ["ds", "user_id", "hr"] for b in batches)
+    rows = sorted((r["ds"], r["user_id"], r["hr"]) for b in batches for r in b.to_pylist())
+    days = (dt.date(2024, 1, 1), dt.date(2024, 1, 2))
+    assert rows == [(d, u, None) for d in days for u in (1, 3)]
+    frame = scan.to_pandas()
+    assert sorted(zip(frame["ds"], frame["user_id"], strict=True)) == [(d, u) for d in days for u in (1, 3)]
+    assert frame["hr"].isna().all()
+    polars = pytest.importorskip("polars")
+    lazy = table.scan("hr is null").to_polars()
+    collected = lazy.filter(polars.col("country") == "US").select("user_id", "ds").collect()
+    assert sorted(collected.rows()) == [(u, d) for u in (1, 3) for d in days]

@@ -15,12 +15,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sargable import keys
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import TableDefinition
 from sargable.metastore.schema import INDEXES, PARTITIONS
 from sargable.plan import ExecutionStats, FilterPlan, plan_key_ranges, scan_bounds
+from sargable.plan.keyfilter import KeyTest, compile_key_filter
 from sargable.store import Store
 from sargable.types import DataType
 
@@ -46,6 +48,44 @@ class FilterPlans:
     primary: FilterPlan
     indexes: tuple[tuple[str, FilterPlan], ...] = ()
     """(indexed column, plan over the index's key order) for each index whose plan bounds the indexed column."""
+    _ranges: dict[tuple[int, bytes], list[KeyRange]] = field(default_factory=dict, compare=False, repr=False)
+
+    def ranges(self, plan: FilterPlan, prefix: bytes) -> list[KeyRange]:
+        """One of these plans' scans as byte ranges under a keyspace `prefix`, each with its compiled key filter
+        (computed once: the plans are cached per filter)."""
+        key = (id(plan), prefix)
+        found = self._ranges.get(key)
+        if found is None:
+            found = self._ranges[key] = key_ranges(plan, prefix)
+        return found
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """A scan of a plan as bytes: the keys in [start, stop) (stop None: to the keyspace's end; a Get's `stop` is
+    None and `start` its key), and the test its keys must pass (None: all do)."""
+
+    start: bytes
+    stop: bytes | None
+    is_get: bool
+    test: KeyTest | None
+
+
+def key_ranges(plan: FilterPlan, prefix: bytes) -> list[KeyRange]:
+    """The plan's scans as `KeyRange`s under `prefix`, in order."""
+    columns = plan.key_columns
+    types = [t for _, t in columns]
+    out = []
+    for scan in plan.scans:
+        test = None if scan.key_filter is None else compile_key_filter(scan.key_filter, columns, offset=len(prefix))
+        if scan.is_get:
+            assert scan.start is not None
+            out.append(KeyRange(prefix + keys.encode(scan.start.values, types), None, True, test))
+            continue
+        start, stop = scan_bounds(scan, columns, prefix=prefix)
+        if stop is None or start < stop:
+            out.append(KeyRange(start, stop, False, test))
+    return out
 
 
 def plan_candidates(table: TableDefinition, bound: BoundFilter) -> FilterPlans:

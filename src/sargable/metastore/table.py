@@ -24,7 +24,7 @@ from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
 from sargable.expr.bound import unbound_expr
 from sargable.metastore import commit as commits
 from sargable.metastore import files as file_entries
-from sargable.metastore import intents, tombstones, totals
+from sargable.metastore import intents, loaded, tombstones, totals
 from sargable.metastore import partitions as partition_rows
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.alter import change_columns
@@ -35,6 +35,7 @@ from sargable.metastore.evolution import add_columns, check_keys, widen_column
 from sargable.metastore.hive import HivePartition
 from sargable.metastore.indexes import create_index
 from sargable.metastore.intents import WriteIntent
+from sargable.metastore.loaded import LoadedPartitions
 from sargable.metastore.partitions import Page, PartitionSpec, partition_values
 from sargable.metastore.records import Partition, TableDefinition, TableStats
 from sargable.metastore.tombstones import Tombstone
@@ -157,10 +158,13 @@ class Table:
     # ------------------------------------------------------------------------------------------------ partitions
 
     def _plans(self, definition: TableDefinition, filter: FilterArg, dialect: str) -> FilterPlans:
-        """The bound partition filter and its candidate plans; cached per table definition for texts and bytes."""
+        """The bound partition filter and its candidate plans; cached per table definition for texts, bytes and
+        bound filters (a scan's partition part) of up to `PLAN_TEXT_MAX` characters."""
         key = None
         if isinstance(filter, (str, bytes)) and len(filter) <= PLAN_TEXT_MAX:
             key = (definition.table_id, definition.partition_keys, definition.indexes, dialect, filter)
+        elif isinstance(filter, BoundFilter) and len(filter.text) <= PLAN_TEXT_MAX:
+            key = (definition.table_id, definition.partition_keys, definition.indexes, filter)
             cached = self._caches.plans.get(key)
             if cached is not None:
                 return cached
@@ -168,6 +172,19 @@ class Table:
         if key is not None:
             self._caches.plans.put(key, plans)
         return plans
+
+    def _bound(self, where: Any, dialect: str) -> Any:
+        """`where` bound to the table's schema when it is text or bytes (cached per columns and text: a scan's filter
+        is bound once, not on every scan), else as it came (`plan_scan` binds it)."""
+        if not isinstance(where, (str, bytes)) or len(where) > PLAN_TEXT_MAX:
+            return where
+        definition = self.definition
+        key = (definition.columns, definition.partition_keys, dialect, where)
+        bound = self._caches.bound.get(key)
+        if bound is None:
+            bound = bind_filter(where, definition.schema, dialect=dialect)
+            self._caches.bound.put(key, bound)
+        return bound
 
     def iter_partitions(self, filter: FilterArg | None = None, *, dialect: str = "sql") -> Iterator[Partition]:
         """Partitions satisfying `filter` (all when None), streamed in key order; each page reads the latest commit
@@ -234,7 +251,12 @@ class Table:
         if max_parts is not None and (isinstance(max_parts, bool) or not isinstance(max_parts, int) or max_parts < 0):
             raise MetastoreError(f"max_parts must be a non-negative integer or None, got {max_parts!r}")
         with self._reading(), _collector_paused():
-            return list(islice(self.iter_partitions(filter, dialect=dialect), max_parts))
+            kept = self._loaded()
+            if kept is None:
+                return list(islice(self.iter_partitions(filter, dialect=dialect), max_parts))
+            if filter is None:
+                return kept.partitions[:max_parts]
+            return kept.records(kept.select(self._plans(self.definition, filter, dialect)).positions)[:max_parts]
 
     def partitions_explained(self, filter: FilterArg, *, dialect: str = "sql") -> tuple[list[Partition], FilterExplain]:
         """The partitions of a filter, with the report of how they were found (access path, plan, keys examined)."""
@@ -242,6 +264,20 @@ class Table:
         definition = self.definition
         with self._reading():
             plans = self._plans(definition, filter, dialect)
+            kept = self._loaded()
+            if kept is not None:
+                selected = kept.select(plans)
+                found = kept.records(selected.positions)
+                return found, FilterExplain(
+                    table=definition.qualified_name,
+                    filter=str(plans.bound),
+                    access_path=selected.access_path,
+                    plan=str(selected.plan),
+                    candidates=selected.candidates,
+                    keys_examined=selected.keys_examined,
+                    partitions_returned=len(found),
+                    elapsed_ms=(time.perf_counter() - started) * 1000,
+                )
             path = choose_access_path(self._store, definition, plans)
             found = list(partition_rows.run(self._store, definition, path))
         return found, FilterExplain(
@@ -303,16 +339,23 @@ class Table:
         `stats`: True decodes every column's statistics; False none (`columns == {}`: path, size, row count and
         partition only, several times cheaper per file); a collection of column names, only those columns'. A whole
         table's listing is kept per table version (when that version is the one the reading transaction sees), and
-        the files of some partitions are then taken from it, with no store read.
+        the files of some partitions are then taken from it, with no store read (by position, for the partitions of
+        a loaded version: see `scan`).
         """
         key = (self.table_id, self.version, file_entries.check_stats(stats))
         listings = self._caches.listings
         with self._reading(), _collector_paused():
             if partitions is not None:
                 kept = None
-                if _values_compare_as_keys(self.definition) and listings.get(key) is not None and self._seen():
-                    wanted = (tuple(p.values) for p in partitions)
-                    kept = listings.of_partitions(key, self.partition_key_names, wanted)
+                if loaded.values_compare_as_keys(self.definition) and listings.get(key) is not None and self._seen():
+                    partitions = partitions if isinstance(partitions, (list, tuple)) else list(partitions)
+                    names = self.partition_key_names
+                    version = self._caches.partitions.get((self.table_id, self.version))
+                    positions = None if version is None else version.positions_of(partitions)
+                    if version is not None and positions is not None:
+                        kept = listings.of_positions(key, names, version, positions)
+                    else:
+                        kept = listings.of_partitions(key, names, (tuple(p.values) for p in partitions))
                 return kept if kept is not None else self._listed(partitions, stats)
             if not self._seen():
                 return self._listed(None, stats)
@@ -352,6 +395,22 @@ class Table:
     def _listed(self, partitions: Iterable[Partition] | None, stats: bool | Collection[str]) -> list[FileStats]:
         """`iter_files` as a list, built a block at a time."""
         return list(chain.from_iterable(file_entries.file_blocks(self._store, self.definition, partitions, stats)))
+
+    def _load(self) -> None:
+        """Keep this version's partitions in memory (`sargable.metastore.loaded`) unless they are kept or too many;
+        in a transaction that sees this version (a scan's)."""
+        key = (self.table_id, self.version)
+        kept = self._caches.partitions
+        if not self.partition_keys or kept.get(key) is not None:
+            return
+        if self.stats().partitions <= kept.max_partitions:
+            with _collector_paused():
+                kept.put(key, loaded.load(self._store, self.definition))
+
+    def _loaded(self) -> LoadedPartitions | None:
+        """This version's partitions, when they are kept and the open transaction sees this version."""
+        kept = self._caches.partitions.get((self.table_id, self.version))
+        return kept if kept is not None and self._seen() else None
 
     def _seen(self) -> bool:
         """Whether the open transaction sees this handle's version of the table (what a kept listing is of)."""
@@ -581,24 +640,24 @@ class Table:
         files, the filter's exact / inclusive / residual parts and a report (see `sargable.scan`), from one snapshot.
 
         `columns` are checked against the schema; `notes` go into the report; `ignore_stats` names columns whose file
-        statistics must not be used.
+        statistics must not be used. A scan that lists the whole table (no partition filter) loads the version's
+        partitions (`sargable.metastore.loaded`): later partition filters and scans of that version answer from
+        memory.
         """
         with self._reading():
-            return plan_scan(
-                self._in_this_snapshot(),
-                where,
+            table = self._in_this_snapshot()
+            scan = plan_scan(
+                table,
+                table._bound(where, dialect),
                 key_sets,
                 columns,
                 dialect=dialect,
                 notes=notes,
                 ignore_stats=ignore_stats,
             )
-
-
-def _values_compare_as_keys(table: TableDefinition) -> bool:
-    """Whether the table's partition values are equal in Python exactly when their keys are (no floating point:
-    -0.0 == 0.0 in Python, NaN != NaN; no decimals, whose 1.0 == 1.00)."""
-    return not any(dtype.is_floating or dtype.name == "decimal" for _, dtype in table.partition_keys)
+            if scan.partitions is None and table.partition_keys:
+                table._load()
+            return scan
 
 
 @contextmanager
