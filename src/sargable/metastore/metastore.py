@@ -110,7 +110,8 @@ class Metastore:
             yield self
 
     def clear_caches(self) -> None:
-        """Forget the cached partition-filter plans and file listings (they are never stale; this frees memory)."""
+        """Forget the cached bound filters, partition-filter plans, file listings and loaded partitions (they are never
+        stale; this frees memory)."""
         self._caches.clear()
 
     def table(self, database: str, name: str | None = None) -> Table:
