@@ -455,3 +455,34 @@ def test_describe_and_optimize_dry_run_read_the_metastore_only(capsys, metastore
     assert code == 2 and "expected a size" in err
     with Metastore.open(metastore_url) as ms:
         assert ms.table("sales.events").version == version and len(ms.table("sales.events").files()) == 6
+
+
+def test_stats_blocks_builds_the_blocks_a_table_made_before_them_lacks(capsys, metastore_url) -> None:
+    from sargable.metastore.layout import table_prefix
+    from sargable.metastore.schema import BLOCKS, key_range
+
+    files = [
+        sg.FileStats(
+            f"/data/f{i}.parquet", 10, 100, {"amount": sg.ColumnStats(min=i * 10.0, max=i * 10.0 + 9, null_count=0)},
+            partition={"ds": "2024-01-01", "hr": i},
+        )
+        for i in range(24)
+    ]
+    with Metastore.open(metastore_url) as ms:
+        ms.commit("sales", "events", add_files=files)
+        table_id = ms.get_table("sales", "events").table_id
+        ms.store.delete_range(BLOCKS, *key_range(table_prefix(table_id)))  # what a table listed before blocks has
+        expected = [f.path for f in ms.table("sales", "events").scan("amount between 55 and 61").files]
+    code, out, _ = run(capsys, "--metastore", metastore_url, "stats-blocks", "sales.events", "--json")
+    assert code == 0 and json.loads(out) == {"table": "sales.events", "blocks": False}
+    code, out, _ = run(capsys, "--metastore", metastore_url, "stats-blocks", "sales.events", "--build", "--json")
+    built = json.loads(out)
+    assert code == 0 and built["blocks"] is True
+    assert (built["files"], built["dead_rows"], built["pending_files"]) == (len(files), 0, 0)
+    with Metastore.open(metastore_url) as ms:
+        table = ms.table("sales", "events")
+        assert table.stats_blocks() == {"files": len(files), "dead_rows": 0, "pending_files": 0}
+        where = sg.bind_filter("amount between 55 and 61", table.schema)
+        assert [f.path for f in table.files_matching(where)] == expected == ["/data/f5.parquet", "/data/f6.parquet"]
+    code, _, err = run(capsys, "--metastore", metastore_url, "stats-blocks", "sales.nothing")
+    assert code != 0 and "does not exist" in err

@@ -369,6 +369,26 @@ def cmd_alter(args: argparse.Namespace, console: Console) -> None:
         _print_mapping(console, row["table"], row)
 
 
+def cmd_stats_blocks(args: argparse.Namespace, console: Console) -> None:
+    db, name = _split_table(args.table)
+    with _metastore(args, create=False) as ms:
+        table = ms.table(db, name)
+        if args.build:
+            started = time.perf_counter()
+            table.build_stats_blocks()
+            built = time.perf_counter() - started
+        state = table.stats_blocks()
+    row: dict[str, Any] = {"table": f"{db}.{name}", "blocks": state is not None, **(state or {})}
+    if args.build:
+        row["build_seconds"] = round(built, 3)
+    if args.json:
+        _print_json(row)
+        return
+    _print_mapping(console, row["table"], row)
+    if state is None:
+        console.print(f"no statistics blocks: build them with `sargable stats-blocks {db}.{name} --build`")
+
+
 # ------------------------------------------------------------------------------------------ partitions
 
 
@@ -919,6 +939,15 @@ def build_parser() -> argparse.ArgumentParser:
     alter.add_argument("--json", action="store_true", help="print JSON")
     alter.set_defaults(func=cmd_alter)
 
+    blocks = sub.add_parser(
+        "stats-blocks", help="show a table's statistics blocks (what data-column filters read), or --build them"
+    )
+    blocks.add_argument("table", help="DB.TABLE")
+    blocks.add_argument(
+        "--build", action="store_true", help="(re)build them from the files' entries, sorted by min (one transaction)"
+    )
+    blocks.add_argument("--json", action="store_true", help="print JSON")
+    blocks.set_defaults(func=cmd_stats_blocks)
     partitions = sub.add_parser("partitions", help="list a table's partitions, optionally filtered")
     partitions.add_argument("table", help="DB.TABLE")
     partitions.add_argument("--filter", help="partition filter, e.g. \"ds >= '2024-01-01' and hr = 3\"")

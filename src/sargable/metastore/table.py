@@ -22,9 +22,9 @@ from sargable.domain import storable_string
 from sargable.errors import MetastoreError
 from sargable.expr import BoundFilter, Expr, bind_filter, columns_of
 from sargable.expr.bound import unbound_expr
+from sargable.metastore import blockstate, intents, loaded, tombstones, totals
 from sargable.metastore import commit as commits
 from sargable.metastore import files as file_entries
-from sargable.metastore import intents, loaded, tombstones, totals
 from sargable.metastore import partitions as partition_rows
 from sargable.metastore.access import FilterExplain, FilterPlans, choose_access_path, plan_candidates
 from sargable.metastore.alter import change_columns
@@ -391,6 +391,15 @@ class Table:
         with self._store.transaction():
             locked = lock_table(self._store, self.database, self.name, validated=self.definition)
             statblocks.build(self._store, locked, file_entries.entries(self._store, locked))
+
+    def stats_blocks(self) -> dict[str, int] | None:
+        """The statistics blocks' bookkeeping (`files` in them, `dead_rows` a compaction drops, `pending_files` a
+        scan reads one by one), None when the table keeps none (its data-column filters read every file's entry)."""
+        with self._reading():
+            state = blockstate.read_state(self._store, self.definition)
+        if state is None:
+            return None
+        return {"files": state.live, "dead_rows": state.dead, "pending_files": state.pending}
 
     def _listed(self, partitions: Iterable[Partition] | None, stats: bool | Collection[str]) -> list[FileStats]:
         """`iter_files` as a list, built a block at a time."""
