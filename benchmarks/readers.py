@@ -51,6 +51,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+import iceberg_peer
 import sargable as sg
 
 DAY0 = dt.date(2024, 1, 1)
@@ -165,53 +166,26 @@ def build_sargable(root: Path, files: list[tuple[str, dt.date, int, int, int]]) 
 
 
 def build_iceberg(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.conversions import to_bytes
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.partitioning import PartitionField, PartitionSpec
-    from pyiceberg.schema import Schema
-    from pyiceberg.table.name_mapping import create_mapping_from_schema
-    from pyiceberg.transforms import IdentityTransform
-    from pyiceberg.typedef import Record
-    from pyiceberg.types import DateType, DoubleType, IntegerType, LongType, NestedField, StringType
+    from pyiceberg.types import LongType
 
-    (root / "iceberg").mkdir()
-    catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/iceberg/catalog.db", warehouse=f"file://{root}/iceberg")
-    catalog.create_namespace("bench")
-    schema = Schema(
-        NestedField(1, "user_id", LongType(), required=False),
-        NestedField(2, "amount", DoubleType(), required=False),
-        NestedField(3, "country", StringType(), required=False),
-        NestedField(4, "ds", DateType(), required=False),
-        NestedField(5, "hr", IntegerType(), required=False),
-    )
-    spec = PartitionSpec(
-        PartitionField(4, 1000, IdentityTransform(), "ds"), PartitionField(5, 1001, IdentityTransform(), "hr")
-    )
-    mapping = create_mapping_from_schema(schema).model_dump_json()
-    table = catalog.create_table(
-        "bench.events", schema=schema, partition_spec=spec, properties={"schema.name-mapping.default": mapping}
-    )
-    epoch = dt.date(1970, 1, 1)
+    catalog, table = iceberg_peer.create_table(root / "iceberg", "events", SCHEMA, KEYS)
     rows = sg.stats_from_parquet(files[0][0]).row_count
-    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
-        for path, d, h, low, high in files:
-            append.append_data_file(
-                DataFile.from_args(
-                    content=DataFileContent.DATA,
-                    file_path=path,
-                    file_format=FileFormat.PARQUET,
-                    partition=Record((d - epoch).days, h),
-                    record_count=rows,
-                    file_size_in_bytes=os.path.getsize(path),
-                    lower_bounds={1: to_bytes(LongType(), low)},
-                    upper_bounds={1: to_bytes(LongType(), high)},
-                    sort_order_id=None,
-                    spec_id=table.metadata.default_spec_id,
-                    equality_ids=None,
-                    key_metadata=None,
-                )
+    iceberg_peer.fast_append(
+        table,
+        (
+            iceberg_peer.data_file(
+                table,
+                path,
+                (d, h),
+                rows,
+                os.path.getsize(path),
+                lower={1: to_bytes(LongType(), low)},
+                upper={1: to_bytes(LongType(), high)},
             )
+            for path, d, h, low, high in files
+        ),
+    )
     return catalog.load_table("bench.events")
 
 
