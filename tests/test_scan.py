@@ -216,6 +216,9 @@ class ListedTable:
         assert partitions is None
         return list(self.listed)
 
+    def files_matching(self, where: Any, partitions: Any = None, *, stats: Any = True) -> None:
+        return None  # no statistics blocks: the per-file path
+
 
 def _stats(values: list[int | None]) -> ColumnStats:
     present = [v for v in values if v is not None]

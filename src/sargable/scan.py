@@ -48,6 +48,9 @@ RUN_MIN = 8
 """Consecutive integer key values from which a run is planned as one range (a year of date keys: one scan)."""
 MAX_RUNS = 64
 """Runs planned as ranges at most; a key set more scattered than that is planned as gets."""
+BLOCKS_MIN_FILES = 2_000
+"""A file filter on data columns reads the statistics blocks (`Table.files_matching`) when the selected partitions
+hold about this many files or more; fewer are read file by file (one multi-range read, cheaper than the blocks)."""
 SUMMARY_MAX = 2_000
 """Report texts longer than this are cut (a long key set's IN list would flood a report)."""
 
@@ -184,6 +187,9 @@ class ScannedTable(Protocol):
     def partitions(self, filter: Any = None) -> list[Any]: ...
     def partitions_explained(self, filter: Any) -> tuple[list[Any], Any]: ...
     def files(self, partitions: Iterable[Any] | None = None, *, stats: bool | Collection[str] = True) -> list[Any]: ...
+    def files_matching(
+        self, where: BoundFilter, partitions: Iterable[Any] | None = None, *, stats: bool | Collection[str] = True
+    ) -> list[Any] | None: ...
 
 
 @dataclass(frozen=True)
@@ -394,7 +400,9 @@ def _files(
     wanted = set() if files_part is None else set(files_part.columns)
     wanted |= {k.column.lower() for k in on_files}
     stats = frozenset(n for n, _ in with_struct_leaves(table.columns) if n.lower() in wanted) or False
-    files = table.files(partitions, stats=stats) if partitions is None or partitions else []
+    files = _from_blocks(table, partitions, files_part, on_files, stats) if wanted else None
+    if files is None:
+        files = table.files(partitions, stats=stats) if partitions is None or partitions else []
     unregistered, folders = _unregistered_files(table, partitions, files)
     listed = _Listed(folders, len(unregistered), sum(f.size_bytes for f in unregistered))
     files = [*files, *unregistered]
@@ -412,6 +420,27 @@ def _files(
         if key.values is not None and len(key.values) > IN_RESIDUAL_MAX:
             ranged.append(key.column)
     return files, extra, tuple(ranged), listed
+
+
+def _from_blocks(
+    table: ScannedTable,
+    partitions: list[Any] | None,
+    files_part: BoundFilter | None,
+    on_files: list[KeySet],
+    stats: frozenset[str] | bool,
+) -> list[FileStats] | None:
+    """The files the table's statistics blocks leave for the file part and the data-column key sets (a superset of
+    what they keep, which the per-file step then decides); None when the per-file path is cheaper (few files: about
+    the files of `BLOCKS_MIN_FILES` in the selected partitions) or the blocks can't answer."""
+    if table.files_from_folders or partitions == []:
+        return None
+    totals = table.stats()
+    selected = totals.files if partitions is None else totals.files * len(partitions) / max(totals.partitions, 1)
+    if selected < BLOCKS_MIN_FILES:
+        return None
+    schema = list(table.schema)
+    parts = [*([files_part] if files_part is not None else []), *(k.predicate(schema) for k in on_files)]
+    return table.files_matching(conjoin(parts), partitions, stats=stats)
 
 
 def _unregistered_files(

@@ -40,7 +40,7 @@ from sargable.metastore.catalog import (
     read_table,
 )
 from sargable.metastore.filecodec import decode_header
-from sargable.metastore.files import path_key
+from sargable.metastore.files import iter_keyed_files, path_key
 from sargable.metastore.hive import HiveTable
 from sargable.metastore.indexes import index_keys
 from sargable.metastore.layout import layout_of
@@ -55,6 +55,7 @@ from sargable.metastore.schema import (
     INDEXES,
     PARTITIONS,
     damaged,
+    keeps_blocks,
     key_range,
     table_key,
 )
@@ -155,6 +156,10 @@ def change_columns(
     with store.transaction():
         locked = lock_table(store, table.database, table.name, validated=table)
         widened, added = _check_columns(store, locked, cols, keys)
+        if cols != locked.columns and keeps_blocks(store, locked.table_id) and not _lists_files(store, locked):
+            from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping blocks only
+
+            statblocks.start(store, locked)  # columns free to change: the old blocks hold dead rows only
         return bump(
             store,
             locked,
@@ -305,5 +310,9 @@ def _relocate(store: Store, table: TableDefinition, moved: Relocation, location:
         store.delete(FILE_PATHS, path_key(table, path))
         store.put(FILES, new_key, value)
         store.put(FILE_PATHS, path_key(table, new_path), new_key)
+    if keeps_blocks(store, table.table_id):
+        from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping blocks only
+
+        statblocks.build(store, table, iter_keyed_files(store, table))  # the files' keys changed
     tombstones.rebase(store, table.table_id, moved)
     intents.rebase(store, table.table_id, location, moved)

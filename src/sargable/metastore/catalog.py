@@ -28,6 +28,7 @@ from sargable.metastore.hive import HiveDatabase, HiveTable, database_from_raw, 
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.records import Database, TableDefinition
 from sargable.metastore.schema import (
+    BLOCKS,
     CATALOG,
     DDL_LOCK_KEY,
     DECODE_ERRORS,
@@ -316,12 +317,12 @@ def list_tables(store: Store, database: str | None) -> list[str]:
 
 def drop_table(store: Store, database: str, name: str) -> None:
     """Drop a table's definition, totals, partitions, index entries, file entries, tombstones, write intents and
-    column statistics, in one transaction."""
+    column statistics and statistics blocks, in one transaction."""
     read_table(store, database, name)
     with store.transaction():
         table = lock_table(store, database, name)
         prefix = table_prefix(table.table_id)
-        for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS):
+        for keyspace in (PARTITIONS, INDEXES, FILES, FILE_PATHS, BLOCKS):
             store.delete_range(keyspace, *key_range(prefix))
         store.delete_range(CATALOG, *tombstones.table_range(table.table_id))
         intents.drop_all(store, table.table_id)

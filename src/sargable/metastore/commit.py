@@ -21,9 +21,9 @@ from typing import Any
 from sargable.errors import AlreadyExistsError, CommitConflictError, MetastoreError
 from sargable.metastore import files, partitions, tombstones, totals
 from sargable.metastore.catalog import bump
-from sargable.metastore.filecodec import encode_file
+from sargable.metastore.filecodec import decode_file, encode_file
 from sargable.metastore.records import TableDefinition, TableStats
-from sargable.metastore.schema import FILE_PATHS, FILES
+from sargable.metastore.schema import FILE_PATHS, FILES, keeps_blocks
 from sargable.stats import FileStats
 from sargable.store import Store
 
@@ -79,11 +79,24 @@ def prepare(
 
 
 def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResult:
-    """Write a prepared commit (inside a transaction, the table's row locked); bumps the table's version."""
+    """Write a prepared commit (inside a transaction, the table's row locked); bumps the table's version.
+
+    A table that keeps statistics blocks (`statblocks`) gets the added files' rows and the removed files' dead
+    marks in the same transaction (the rows of the records as stored, so they read as the per-file path reads them);
+    a table listing no file starts keeping them."""
+    blocks = (change.added or change.removed or change.replaced) and (
+        keeps_blocks(store, table.table_id) or not files.lists_files(store, table)
+    )
+    if blocks:
+        from sargable.metastore import statblocks  # pyarrow: loaded by commits of tables keeping blocks only
+
+        if not keeps_blocks(store, table.table_id):
+            statblocks.start(store, table)
     dropped = totals.NO_CHANGE
     for values in change.replaced:
         dropped = totals.plus(dropped, files.delete_in(store, table, values))
     removed = []
+    removed_keys = []
     for path in change.removed:
         path_key, file_key = files.find_path(store, table, path)
         value = None if file_key is None else store.get(FILES, file_key)
@@ -94,6 +107,7 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
             )
         stored, rows, size = files.header(table, file_key, value)
         removed.append(stored)
+        removed_keys.append(file_key)
         dropped = totals.plus(dropped, TableStats(0, 1, size, rows))
         store.delete(FILES, file_key)
         store.delete(FILE_PATHS, path_key)
@@ -115,6 +129,9 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
         raise AlreadyExistsError(f"file {clash[0]!r} is already part of {table.qualified_name}")
     file_rows = [(files.file_key(table, values, f.path), blob) for values, f, blob in change.added]
     store.put_many(FILES, file_rows)
+    if blocks:
+        statblocks.removed(store, table, removed_keys)
+        statblocks.added(store, table, [(k, decode_file(blob, table)) for k, blob in file_rows])
     store.put_many(FILE_PATHS, [(pk, fk) for pk, (fk, _) in zip(path_keys, file_rows, strict=True)])
     added = TableStats(
         partitions_added,

@@ -6,7 +6,7 @@ per partition, not one scan per partition.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from sargable import keys
@@ -14,7 +14,7 @@ from sargable.errors import MetastoreError, PathError
 from sargable.metastore.filecodec import decode_file, decode_header
 from sargable.metastore.layout import layout_of, table_prefix
 from sargable.metastore.records import Partition, TableDefinition, TableStats
-from sargable.metastore.schema import DECODE_ERRORS, FILE_PATHS, FILES, damaged, key_range
+from sargable.metastore.schema import DECODE_ERRORS, FILE_PATHS, FILES, damaged, keeps_blocks, key_range
 from sargable.paths import canonical_file_path, canonical_location
 from sargable.stats import FileStats
 from sargable.store import Store
@@ -116,18 +116,75 @@ def iter_files(
         yield file
 
 
+def iter_keyed_files(store: Store, table: TableDefinition) -> Iterator[tuple[bytes, FileStats]]:
+    """(key, record with every column's statistics) of each of the table's files, in key order."""
+    for key, value in store.scan(FILES, *key_range(layout_of(table).prefix)):
+        try:
+            yield key, decode_file(value, table)
+        except DECODE_ERRORS as exc:
+            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+
+
+def files_at(
+    store: Store, table: TableDefinition, file_keys: Sequence[bytes], stats: bool | Collection[str]
+) -> list[FileStats]:
+    """The files of these keys (sorted) that the table lists, in key order: one multi-get (a key no longer listed,
+    a file removed since, is left out). As `iter_files` for the candidates of `statblocks.candidates`."""
+    decoded, only = check_stats(stats)
+    layout = layout_of(table)
+    found = store.multi_get(FILES, file_keys) if file_keys else {}
+    decode, size = layout.file_codec.decode, layout.size
+    names = table.partition_key_names
+    out = []
+    for key in file_keys:
+        value = found.get(key)
+        if value is None:
+            continue
+        try:
+            partition = dict(zip(names, decode(key[size:])[:-1], strict=True))
+            if decoded:
+                out.append(decode_file(value, table, partition, only))
+            else:
+                path, row_count, size_bytes = decode_header(value)
+                out.append(FileStats(path=path, row_count=row_count, size_bytes=size_bytes, partition=partition))
+        except DECODE_ERRORS as exc:
+            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+    return out
+
+
+def partition_of(table: TableDefinition, key: bytes) -> tuple[Any, ...]:
+    """The partition values of a file key."""
+    layout = layout_of(table)
+    try:
+        return tuple(layout.file_codec.decode(key[layout.size :])[:-1])
+    except DECODE_ERRORS as exc:
+        raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+
+
+def lists_files(store: Store, table: TableDefinition) -> bool:
+    """Whether the table lists any file (one short scan)."""
+    return next(iter(store.scan(FILES, *key_range(layout_of(table).prefix), limit=1)), None) is not None
+
+
 def has_file(store: Store, table: TableDefinition, path: str) -> bool:
     """Whether the table lists this file, given as stored or in any form that canonicalizes to it."""
     return find_path(store, table, path)[1] is not None
 
 
 def delete_in(store: Store, table: TableDefinition, values: tuple[Any, ...]) -> TableStats:
-    """Delete the file entries of one partition (both keyspaces); returns their count, bytes and rows."""
+    """Delete the file entries of one partition (both keyspaces; their statistics blocks' rows marked dead); returns
+    their count, bytes and rows."""
     start, stop = file_range(table, values)
     files = size = rows = 0
+    removed = []
     for key, value in list(store.scan(FILES, start, stop)):
         path, row_count, size_bytes = header(table, key, value)
         store.delete(FILE_PATHS, path_key(table, path))
+        removed.append(key)
         files, size, rows = files + 1, size + size_bytes, rows + row_count
     store.delete_range(FILES, start, stop)
+    if removed and keeps_blocks(store, table.table_id):
+        from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping statistics blocks only
+
+        statblocks.removed(store, table, removed)
     return TableStats(0, files, size, rows)

@@ -1,6 +1,6 @@
 """The metastore's layout in the store: its keyspaces, the catalog's keys, and the schema row made once per store.
 
-A store holds five keyspaces (see the package docstring). The catalog keyspace also holds a few fixed rows: the
+A store holds six keyspaces (see the package docstring). The catalog keyspace also holds a few fixed rows: the
 schema row (schema version and a random store id, written when the store's keyspaces are created), the table-id
 sequence, and the DDL lock row. Opening a metastore reads the schema row (one point read); only a store without it
 is set up, once, so opening an existing metastore runs no DDL.
@@ -23,10 +23,13 @@ PARTITIONS = "partitions"
 INDEXES = "pindex"
 FILES = "files"
 FILE_PATHS = "filepaths"
-KEYSPACES = (CATALOG, PARTITIONS, INDEXES, FILES, FILE_PATHS)
+BLOCKS = "statblocks"
+KEYSPACES = (CATALOG, PARTITIONS, INDEXES, FILES, FILE_PATHS, BLOCKS)
 
-SCHEMA_VERSION = 1
-"""The layout this sargable reads and writes; a store with a newer one is refused."""
+SCHEMA_VERSION = 2
+"""The layout this sargable reads and writes; a store with a newer one is refused, an older one upgraded on open.
+Version 2 added the `statblocks` keyspace (`sargable.metastore.statblocks`), which every commit of a table keeping
+blocks writes: a sargable of version 1 would commit files without their blocks, so it must refuse such a store."""
 SCHEMA_KEY = b"\x00schema"
 """Catalog row: the schema version (2 bytes) and the store id (16 bytes)."""
 SEQUENCE_KEY = b"\x00table-id"
@@ -88,6 +91,16 @@ def stats_key(table_id: int) -> bytes:
     return STATS_PREFIX + table_prefix(table_id)
 
 
+def blocks_state_key(table_id: int) -> bytes:
+    """The `statblocks` row whose presence says the table keeps statistics blocks (`statblocks.State`)."""
+    return table_prefix(table_id) + b"s"
+
+
+def keeps_blocks(store: Store, table_id: int) -> bool:
+    """Whether the table keeps statistics blocks (one point read; `statblocks` itself loads pyarrow)."""
+    return store.get(BLOCKS, blocks_state_key(table_id)) is not None
+
+
 def stored_id(store: Store) -> str | None:
     """The store id of the schema row, or None when the store has none (or can't be read): sets nothing up."""
     try:
@@ -114,6 +127,9 @@ def open_schema(store: Store, *, create: bool = True) -> StoreInfo:
     if len(raw) != _SCHEMA_ROW.size:
         raise damaged(CATALOG, SCHEMA_KEY, "the schema row", ValueError(f"{len(raw)} bytes, not {_SCHEMA_ROW.size}"))
     version, store_id = _SCHEMA_ROW.unpack(raw)
+    if version < SCHEMA_VERSION:
+        raw = _set_up(store)
+        version, store_id = _SCHEMA_ROW.unpack(raw)
     if version > SCHEMA_VERSION:
         raise MetastoreError(
             f"{store.url}: the metastore has schema version {version}; this sargable reads up to "
@@ -123,14 +139,16 @@ def open_schema(store: Store, *, create: bool = True) -> StoreInfo:
 
 
 def _set_up(store: Store) -> bytes:
-    """Create the keyspaces, the DDL lock row and the schema row; returns the schema row (another process's, if it
-    set the store up first)."""
+    """Create the keyspaces, the DDL lock row and the schema row, or upgrade an older schema row (its store id
+    kept) once the keyspaces it lacks exist; returns the schema row (another process's, if it set the store up
+    first)."""
     for keyspace in KEYSPACES:
         store.create_keyspace(keyspace)
     with store.transaction():
         raw = store.get_for_update(CATALOG, SCHEMA_KEY)
-        if raw is None:
-            raw = _SCHEMA_ROW.pack(SCHEMA_VERSION, uuid.uuid4().bytes)
+        if raw is None or (len(raw) == _SCHEMA_ROW.size and _SCHEMA_ROW.unpack(raw)[0] < SCHEMA_VERSION):
+            store_id = uuid.uuid4().bytes if raw is None else _SCHEMA_ROW.unpack(raw)[1]
+            raw = _SCHEMA_ROW.pack(SCHEMA_VERSION, store_id)
             store.put(CATALOG, SCHEMA_KEY, raw)
         if store.get(CATALOG, DDL_LOCK_KEY) is None:
             store.put(CATALOG, DDL_LOCK_KEY, b"")

@@ -322,6 +322,34 @@ class Table:
                 listings.put(key, listing)
             return list(listing)
 
+    def files_matching(
+        self, where: BoundFilter, partitions: Iterable[Partition] | None = None, *, stats: bool | Collection[str] = True
+    ) -> list[FileStats] | None:
+        """The files (of the given partitions, all when None) whose statistics blocks say they may hold a row where
+        `where` (bound to this table's schema) is TRUE, in key order as `files` gives them: a superset of the files
+        `select_files` keeps of `files(partitions)`, read without every file's record (`statblocks`). None when
+        the table keeps no blocks for a column `where` names (then `files` and `select_files` answer)."""
+        from sargable.metastore import statblocks  # pyarrow: loaded by scans filtering on data columns only
+
+        with self._reading():
+            found = statblocks.candidates(self._store, self.definition, where)
+            if found is None:
+                return None
+            if partitions is not None:
+                wanted = {tuple(p.values) for p in partitions}
+                found = [k for k in found if file_entries.partition_of(self.definition, k) in wanted]
+            return file_entries.files_at(self._store, self.definition, found, stats)
+
+    def build_stats_blocks(self) -> None:
+        """Build the table's statistics blocks from its files (sorted by min: clustered files give blocks of
+        disjoint ranges), so filters on data columns read only the blocks that can match. Tables made before blocks
+        existed need this once; afterwards every commit keeps them (and compacts them)."""
+        from sargable.metastore import statblocks  # pyarrow: loaded here only
+
+        with self._store.transaction():
+            locked = lock_table(self._store, self.database, self.name, validated=self.definition)
+            statblocks.build(self._store, locked, file_entries.iter_keyed_files(self._store, locked))
+
     def _seen(self) -> bool:
         """Whether the open transaction sees this handle's version of the table (what a kept listing is of)."""
         if self._transaction is not None and self._transaction == self._store.transaction_id:

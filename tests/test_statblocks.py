@@ -1,0 +1,292 @@
+"""Statistics blocks (`sargable.metastore.statblocks`): a scan that reads them selects exactly the files the per-file
+path selects (differential), never drops a file holding a matching row (soundness, against the rows themselves),
+through files added and removed across commits, replaced partitions, added and widened columns and compaction, on
+both backends; and a clustered table's equality reads one block.
+
+The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Iterator
+from itertools import count
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sargable as sg
+from sargable import scan as scan_module
+from sargable.expr import bind_filter
+from sargable.expr.evaluate import evaluate
+from sargable.expr.like import prefix_successor
+from sargable.metastore import statblocks
+from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key
+from sargable.stats import ColumnStats, FileStats
+from sargable.types import float32, parse_type
+from strategies import pools_of, predicates, tables
+
+SCALE = float(os.environ.get("SARGABLE_FUZZ_SCALE", "1"))
+TYPES = ("int", "bigint", "double", "float", "string", "decimal(10,2)", "date")
+_tables = count()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tiny_blocks() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(statblocks, "BLOCK_ROWS", 3)
+        yield
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[sg.Metastore]:
+    from metastore_fixtures import fresh_url
+
+    root = tmp_path_factory.mktemp("statblocks")
+    postgres = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    ms = sg.Metastore.open(fresh_url(request.param, root, postgres), warehouse=root / "warehouse")
+    ms.create_database("d")
+    yield ms
+    ms.close()
+
+
+def _plan(table: sg.Table, where: Any, *, blocks: bool) -> sg.Scan:
+    """The scan through the blocks (whenever they can answer) or through every file's record."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scan_module, "BLOCKS_MIN_FILES", 0 if blocks else math.inf)
+        return table.scan(where)
+
+
+# -- generated histories -------------------------------------------------------------------------------------------
+
+
+def _degraded(draw: Any, stats: ColumnStats, string: bool) -> ColumnStats | None:
+    """Statistics as a writer may leave them: exact, without value set, bounds or counts unknown, string bounds
+    truncated (flagged inexact), or missing."""
+    mode = draw(st.sampled_from(["exact", "exact", "no_distinct", "bounds", "counts", "truncated", "missing"]))
+    if mode == "exact":
+        return stats
+    if mode == "missing":
+        return None
+    if mode == "no_distinct":
+        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count)
+    if mode == "bounds":
+        return ColumnStats(null_count=stats.null_count, nan_count=stats.nan_count)
+    if mode == "counts":
+        return ColumnStats(stats.min, stats.max)
+    if not string or stats.min is None:
+        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count, min_exact=False)
+    cut = draw(st.integers(0, 3))
+    high = stats.max[:cut]
+    if cut % 2 and prefix_successor(high) is not None:
+        high = prefix_successor(high)
+    low = stats.min[:cut]
+    return ColumnStats(low, max(high, low), stats.null_count, stats.nan_count, min_exact=False, max_exact=False)
+
+
+def _single(value: Any) -> Any:
+    """A float column's value as it stores it (single precision)."""
+    return value if value is None or math.isnan(value) or math.isinf(value) else float32(value)
+
+
+class History:
+    """A table's files with the rows each holds, as the commits left them."""
+
+    def __init__(self, ms: sg.Metastore, schema: list[tuple[str, str]]) -> None:
+        self.name = f"t{next(_tables)}"
+        ms.create_table("d", self.name, schema, [("p", "int")])
+        self.ms = ms
+        self.schema = dict(schema)
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.partition: dict[str, int] = {}
+        self.serial = count()
+
+    @property
+    def table(self) -> sg.Table:
+        return self.ms.table("d", self.name)
+
+    def new_files(self, draw: Any) -> list[FileStats]:
+        out = []
+        for _ in range(draw(st.integers(1, 4))):
+            columns = list(self.schema.items())
+            rows = draw(tables(columns, max_size=5))
+            for row in rows:
+                for name, text in columns:
+                    if text == "float":
+                        row[name] = _single(row[name])
+            stats = {}
+            for name, text in columns:
+                exact = ColumnStats.from_values([row[name] for row in rows])
+                degraded = _degraded(draw, exact, parse_type(text).is_string)
+                if degraded is not None:
+                    stats[name] = degraded
+            path = f"f{next(self.serial)}.parquet"
+            partition = draw(st.integers(0, 2))
+            out.append(FileStats(path, len(rows), 10, stats, {"p": partition}))
+            self.rows[path] = [{**row, "p": partition} for row in rows]
+            self.partition[path] = partition
+        return out
+
+    def step(self, draw: Any) -> None:
+        kind = draw(st.sampled_from(["add", "add", "add", "remove", "replace", "add_column", "widen"]))
+        table = self.table
+        stored = {f.path.rsplit("/", 1)[-1]: f.path for f in table.files(stats=False)}
+        if kind == "add":
+            table.commit(add_files=self.new_files(draw))
+        elif kind == "remove" and stored:
+            gone = draw(st.lists(st.sampled_from(sorted(stored)), unique=True, max_size=len(stored)))
+            table.commit(remove_files=[stored[p] for p in gone], add_files=self.new_files(draw))
+            for path in gone:
+                del self.rows[path]
+        elif kind == "replace":
+            partition = draw(st.integers(0, 2))
+            drawn = self.new_files(draw)
+            added = [f for f in drawn if f.partition == {"p": partition}]
+            table.commit(replace_partitions=[{"p": partition}], add_files=added)
+            kept = {f.path for f in added}
+            for path in [f.path for f in drawn if f.path not in kept]:
+                del self.rows[path]
+            for path in [p for p in self.rows if self.partition[p] == partition and p not in kept]:
+                del self.rows[path]
+        elif kind == "add_column":
+            name = f"n{len(self.schema)}"
+            dtype = draw(st.sampled_from(["int", "string", "double"]))
+            table.add_columns([(name, dtype)])
+            self.schema[name] = dtype
+            for rows in self.rows.values():
+                for row in rows:
+                    row[name] = None
+        else:
+            narrow = [n for n, t in self.schema.items() if t in ("int", "float")]
+            if narrow:
+                name = draw(st.sampled_from(narrow))
+                wider = "bigint" if self.schema[name] == "int" else "double"
+                table.widen(name, wider)
+                self.schema[name] = wider
+
+
+@settings(
+    max_examples=max(1, int(50 * SCALE)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_blocks_select_what_the_per_file_path_selects_and_drop_no_matching_file(
+    backend: sg.Metastore, data: st.DataObject
+) -> None:
+    columns = data.draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=3))
+    history = History(backend, [(f"c{i}", t) for i, t in enumerate(columns)])
+    for _ in range(data.draw(st.integers(1, 6))):
+        history.step(data.draw)
+    table = history.table
+    schema = [*history.schema.items(), ("p", "int")]
+    live = [row for rows in history.rows.values() for row in rows]
+    for _ in range(6):
+        predicate = data.draw(predicates(schema, pools=pools_of(schema, live), max_leaves=4))
+        by_file = _plan(table, predicate, blocks=False)
+        by_blocks = _plan(table, predicate, blocks=True)
+        assert [f.path for f in by_blocks.files] == [f.path for f in by_file.files]
+        assert by_blocks.report.files_selected == by_file.report.files_selected
+        assert by_blocks.report.bytes_selected == by_file.report.bytes_selected
+        kept = {f.path.rsplit("/", 1)[-1] for f in by_blocks.files}
+        for path, rows in history.rows.items():
+            if any(evaluate(predicate, row) is True for row in rows):
+                assert path in kept, f"{path} holds a row where {predicate} is TRUE, but the scan dropped it"
+
+
+# -- named cases ---------------------------------------------------------------------------------------------------
+
+
+def _blocks_read(ms: sg.Metastore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts, per multi-get of statistics blocks, of the blocks it read (directories excluded)."""
+    reads: list[int] = []
+    original = ms.store.multi_get
+
+    def counting(keyspace: str, keys: Any) -> dict[bytes, bytes]:
+        keys = list(keys)
+        if keyspace == BLOCKS:
+            blocks = [k for k in keys if k[8:9] == b"b"]
+            if blocks:
+                reads.append(len(blocks))
+        return original(keyspace, keys)
+
+    monkeypatch.setattr(ms.store, "multi_get", counting)
+    return reads
+
+
+def _clustered(metastore: sg.Metastore, files: int) -> sg.Table:
+    metastore.create_database("d", if_not_exists=True)
+    metastore.create_table("d", "c", [("user_id", "bigint")], [("p", "int")])
+    order = list(range(files))
+    random.Random(7).shuffle(order)
+    table = metastore.table("d.c")
+    for start in range(0, files, 5):  # commits of a few files each, in no order of user_id
+        table.commit(
+            add_files=[
+                FileStats(f"f{i}.parquet", 10, 10, {"user_id": ColumnStats(i * 10, i * 10 + 9, 0)}, {"p": i % 3})
+                for i in order[start : start + 5]
+            ]
+        )
+    return table
+
+
+def test_a_rebuilt_clustered_table_reads_one_block_for_an_equality(
+    metastore: sg.Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _clustered(metastore, 60)
+    table.build_stats_blocks()
+    reads = _blocks_read(metastore, monkeypatch)
+    found = _plan(table.refresh(), "user_id = 255", blocks=True)
+    assert [f.path.rsplit("/", 1)[-1] for f in found.files] == ["f25.parquet"]
+    assert reads == [1]
+
+
+def test_removing_files_compacts_the_blocks_sorted_by_min(
+    metastore: sg.Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _clustered(metastore, 60)
+    paths = sorted(f.path for f in table.files(stats=False))
+    table.commit(remove_files=paths[:20])  # a third of the rows dead: compacted in this commit
+    definition = table.refresh().definition
+    state = statblocks.read_state(metastore.store, definition)
+    assert state is not None and (state.live, state.dead) == (40, 0)
+    reads = _blocks_read(metastore, monkeypatch)
+    remaining = {int(p.rsplit("/f", 1)[1].split(".")[0]) for p in paths[20:]}
+    wanted = min(remaining)
+    found = _plan(table.refresh(), f"user_id = {wanted * 10 + 3}", blocks=True)
+    assert [f.path.rsplit("/", 1)[-1] for f in found.files] == [f"f{wanted}.parquet"]
+    assert reads == [1]
+
+
+def test_a_table_without_blocks_takes_the_per_file_path_until_they_are_built(metastore: sg.Metastore) -> None:
+    table = _clustered(metastore, 12)
+    statblocks.forget_table(metastore.store, table.table_id)  # as a table made before blocks existed
+    bound = bind_filter("user_id = 35", table.schema)
+    assert table.files_matching(bound) is None
+    table.commit(add_files=[FileStats("g.parquet", 1, 1, {"user_id": ColumnStats(35, 35, 0)}, {"p": 0})])
+    assert table.refresh().files_matching(bound) is None  # commits don't start blocks of a table with files
+    expected = [f.path for f in _plan(table.refresh(), "user_id = 35", blocks=False).files]
+    table.build_stats_blocks()
+    matching = table.refresh().files_matching(bound)
+    assert matching is not None and [f.path for f in matching] == expected
+    assert [f.path for f in _plan(table.refresh(), "user_id = 35", blocks=True).files] == expected
+
+
+def test_an_older_store_gains_the_blocks_keyspace_on_open(metastore_url: str, tmp_path: Any) -> None:
+    with sg.Metastore.open(metastore_url, warehouse=tmp_path) as ms:
+        ms.store.drop_keyspace(BLOCKS)
+        with ms.store.transaction():
+            ms.store.put(CATALOG, SCHEMA_KEY, (1).to_bytes(2, "big") + ms.store.get(CATALOG, SCHEMA_KEY)[2:])
+        store_id = ms.store_id
+    with sg.Metastore.open(metastore_url, warehouse=tmp_path) as ms:
+        assert BLOCKS in ms.store.keyspaces()
+        assert ms.store_id == store_id
+        assert int.from_bytes(ms.store.get(CATALOG, SCHEMA_KEY)[:2], "big") == 2
+        ms.create_database("d")
+        ms.create_table("d", "t", [("x", "int")], [])
+        ms.table("d.t").commit(add_files=[FileStats("a.parquet", 1, 1, {"x": ColumnStats(1, 1, 0)})])
+        assert ms.store.get(BLOCKS, blocks_state_key(ms.table("d.t").table_id)) is not None
