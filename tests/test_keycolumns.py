@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from sargable import keys
 from sargable.errors import KeyEncodingError
-from sargable.keycolumns import decode_arrow, decode_joined_arrow, decode_joined_rows, decode_rows
+from sargable.keycolumns import (
+    decode_arrow,
+    decode_joined_arrow,
+    decode_joined_columns,
+    decode_joined_rows,
+    decode_rows,
+)
 from sargable.skipping.table import arrow_type
 from sargable.types import parse_type
 from strategies import data_types, values
@@ -100,3 +106,15 @@ def test_damaged_keys_decode_or_fail_as_each_key_does(page) -> None:
     columns = decode_arrow(encoded, codec)
     for i, column in enumerate(columns):
         assert _same(column.to_pylist(), pa.array([row[i] for row in expected], arrow_type(codec.types[i])).to_pylist())
+
+
+@settings(max_examples=300)
+@given(pages(), st.data())
+def test_decode_joined_columns_is_the_leading_fields_of_each_key(page, data) -> None:
+    """`decode_joined_columns` of the first `fields` fields equals those fields of each key decoded alone."""
+    codec, prefix, encoded = page
+    expected = [codec.decode(key[len(prefix) :]) for key in encoded]
+    fields = data.draw(st.one_of(st.none(), st.integers(0, codec.count)), label="fields")
+    count = codec.count if fields is None else fields
+    columns = decode_joined_columns(b"".join(encoded), [len(k) for k in encoded], codec, len(prefix), fields)
+    assert _same(columns, [[row[i] for row in expected] for i in range(count)])

@@ -71,6 +71,20 @@ def decode_joined_rows(
     return list(zip(*(values if order is None else [values[i] for i in order]), strict=True))
 
 
+def decode_joined_columns(
+    data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int = 0, fields: int | None = None
+) -> list[list[Any]]:
+    """The values of the first `fields` fields (all when None) of the keys concatenated in `data`, one list per
+    field: `decode_joined_rows` by column, with the later fields neither decoded nor checked (a file key's path,
+    when its entry holds the path too)."""
+    count = codec.count if fields is None else fields
+    columns = _columns(data, lengths, codec, offset, count)
+    if columns is None:
+        rows = [codec.decode(key[offset:]) for key in split(data, lengths)]
+        return [[row[i] for row in rows] for i in range(count)]
+    return [column.pylist() for column in columns]
+
+
 def decode_joined_arrow(data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int = 0) -> list[pa.Array]:
     """`decode_arrow` of the keys concatenated in `data`, each `lengths[i]` bytes long."""
     columns = _columns(data, lengths, codec, offset) if len(lengths) else None
@@ -80,10 +94,12 @@ def decode_joined_arrow(data: bytes, lengths: Sequence[int], codec: TupleCodec, 
     return [column.arrow() for column in columns]
 
 
-def _columns(data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int) -> list[_Column] | None:
-    """The page's columns, or None when the page must be decoded key by key."""
+def _columns(
+    data: bytes, lengths: Sequence[int], codec: TupleCodec, offset: int, fields: int | None = None
+) -> list[_Column] | None:
+    """The page's columns (the first `fields`, all when None), or None when the page must be decoded key by key."""
     try:
-        return _Page(data, lengths, codec, offset).columns()
+        return _Page(data, lengths, codec, offset).columns(fields)
     except _Fallback:
         return None
 
@@ -165,9 +181,10 @@ class _Page:
                 raise _Fallback
         self.strings_seen = 0
 
-    def columns(self) -> list[_Column]:
+    def columns(self, fields: int | None = None) -> list[_Column]:
+        """The first `fields` fields (all when None: then the keys must end where the last one does)."""
         out = []
-        for codec in self.codec.codecs:
+        for codec in self.codec.codecs[:fields]:
             width = codec.width
             if width is None:
                 out.append(self.string(codec.dtype))
@@ -177,7 +194,7 @@ class _Page:
                 raise _Fallback
             out.append(self.fixed(codec, codec.dtype, width))
             self.at = self.at + width
-        if (self.at != self.stop).any():
+        if fields is None and (self.at != self.stop).any():
             raise _Fallback
         return out
 

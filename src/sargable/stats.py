@@ -12,7 +12,7 @@ The readers (Parquet footers, Arrow tables) live in `sargable.parquet_stats`, wh
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +147,41 @@ class FileStats:
                     f"column {name!r} of {self.path!r} counts more NULL, NaN and distinct values than its "
                     f"{self.row_count} rows"
                 )
+
+
+_new_file = FileStats.__new__
+_set_path, _set_rows, _set_size, _set_columns, _set_partition, _set_layout = (
+    getattr(FileStats, name).__set__ for name in ("path", "row_count", "size_bytes", "columns", "partition", "layout")
+)
+"""The slots' own setters: a frozen dataclass's `__init__` assigns through `object.__setattr__`, which costs more."""
+
+
+def listed_files(
+    paths: Sequence[str],
+    row_counts: Sequence[int],
+    sizes: Sequence[int],
+    partitions: Sequence[Mapping[str, Any] | None],
+) -> list[FileStats]:
+    """FileStats without column statistics (`columns == {}`, layout None) of fields their caller has already checked
+    as `FileStats.__post_init__` would (a metastore's listing: path strings and non-negative counts read from entries
+    a commit validated), built without checking them again: several times cheaper, which is much of what listing
+    100,000 files costs."""
+    if not len(paths) == len(row_counts) == len(sizes) == len(partitions):
+        raise StatisticsError(f"{len(paths)} paths, {len(row_counts)} row counts, {len(sizes)} sizes, "
+                              f"{len(partitions)} partitions")
+    new, set_path, set_rows, set_size = _new_file, _set_path, _set_rows, _set_size
+    set_columns, set_partition, set_layout = _set_columns, _set_partition, _set_layout
+    out = []
+    for path, rows, size, partition in zip(paths, row_counts, sizes, partitions):
+        file = new(FileStats)
+        set_path(file, path)
+        set_rows(file, rows)
+        set_size(file, size)
+        set_columns(file, {})
+        set_partition(file, partition)
+        set_layout(file, None)
+        out.append(file)
+    return out
 
 
 def partition_stats(value: Any, rows: int) -> ColumnStats:

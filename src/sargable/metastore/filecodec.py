@@ -18,8 +18,9 @@ import dataclasses
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 from sargable.errors import MetastoreError, SargableError
@@ -27,8 +28,13 @@ from sargable.metastore.records import TableDefinition
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import INTEGER_RANGES, DataType, convert, float32, format_value, with_struct_leaves
 
-_HEADER = re.compile(rb'\{"path":"((?:[^"\\]|\\.)*)","rows":(\d+),"bytes":(\d+),')
-"""The fields `encode_file` writes before the column statistics, matched without parsing the rest of the record."""
+_HEADER = re.compile(rb'\{"path":"([^"\\]*(?:\\.[^"\\]*)*)","rows":(\d+),"bytes":(\d+),')
+"""The fields `encode_file` writes before the column statistics, matched without parsing the rest of the record (the
+path as runs of plain bytes between escapes, which the matcher takes a run at a time, not a byte at a time)."""
+_PLAIN_HEADER = r'^\{"path":"(?P<path>[^"\\]*)","rows":(?P<rows>\d+),"bytes":(?P<bytes>\d+),'
+"""`_HEADER` for Arrow (RE2), of a path with no escape in it (`decode_headers` matches the others alone)."""
+HEADERS_AT_ONCE = 256
+"""Blocks of at least this many entries have their heads matched at once (`decode_headers`)."""
 _VALUE_FIELDS = ("min", "max")
 _SET_FIELDS = ("distinct",)
 _STATS_FIELDS = frozenset(f.name for f in dataclasses.fields(ColumnStats))
@@ -88,9 +94,67 @@ def decode_header(data: bytes) -> tuple[str, int, int]:
     match = _HEADER.match(data)
     if match is None:
         return _header(json.loads(data))
-    path = match[1]
-    text = json.loads(b'"' + path + b'"') if b"\\" in path else path.decode()
-    return text, int(match[2]), int(match[3])
+    path, rows, size = match.group(1, 2, 3)
+    return json.loads(b'"' + path + b'"') if b"\\" in path else path.decode(), int(rows), int(size)
+
+
+def decode_headers(data: bytes, lengths: Sequence[int]) -> tuple[list[str], list[int], list[int]]:
+    """The paths, row counts and sizes (`decode_header`) of the entries concatenated in `data`, each `lengths[i]`
+    bytes long (a store's `RowBlock` values), each head matched where its entry starts (no entry copied out): a long
+    block's through Arrow's regular expressions at once, the entries they don't take (escaped paths, counts past
+    64 bits, other layouts) one by one."""
+    count = len(lengths)
+    if count >= HEADERS_AT_ONCE:
+        found = _arrow_headers(data, lengths)
+        if found is not None:
+            return found
+    ends = lengths.cumsum().tolist() if hasattr(lengths, "cumsum") else list(accumulate(lengths))
+    match, loads = _HEADER.match, json.loads
+    paths: list[str] = []
+    rows: list[int] = []
+    sizes: list[int] = []
+    start = 0
+    for end in ends:
+        head = match(data, start, end)
+        if head is None:
+            path, row_count, size = decode_header(data[start:end])
+        else:
+            raw, row_text, size_text = head.group(1, 2, 3)
+            path = loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode()
+            row_count, size = int(row_text), int(size_text)
+        paths.append(path)
+        rows.append(row_count)
+        sizes.append(size)
+        start = end
+    return paths, rows, sizes
+
+
+def _arrow_headers(data: bytes, lengths: Sequence[int]) -> tuple[list[str], list[int], list[int]] | None:
+    """`decode_headers` of a long block through Arrow (pyarrow is loaded for it): the entries whose head doesn't take
+    the plain form (`_PLAIN_HEADER`) are decoded alone; None when a count is past 64 bits (each is matched alone)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    count = len(lengths)
+    offsets = np.zeros(count + 1, np.int64)
+    np.cumsum(np.asarray(lengths, np.int64), out=offsets[1:])
+    entries = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    heads = pc.extract_regex(entries, pattern=_PLAIN_HEADER)
+    path_texts, row_texts, size_texts = heads.flatten()
+    try:
+        paths = path_texts.cast(pa.large_string()).to_pylist()
+        rows = row_texts.cast(pa.large_string()).cast(pa.int64()).to_pylist()
+        sizes = size_texts.cast(pa.large_string()).cast(pa.int64()).to_pylist()
+    except pa.ArrowInvalid:
+        return None
+    if heads.null_count:
+        starts = offsets.tolist()
+        for i in np.flatnonzero(heads.is_null().to_numpy(zero_copy_only=False)).tolist():
+            paths[i], rows[i], sizes[i] = decode_header(data[starts[i] : starts[i + 1]])
+    return paths, rows, sizes
 
 
 def _header(raw: Any) -> tuple[str, int, int]:

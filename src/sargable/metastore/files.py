@@ -6,19 +6,27 @@ per partition, not one scan per partition.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 from sargable import keys
 from sargable.errors import MetastoreError, PathError
-from sargable.metastore.filecodec import decode_file, decode_header
+from sargable.metastore.filecodec import decode_file, decode_header, decode_headers
 from sargable.metastore.layout import layout_of, table_prefix
 from sargable.metastore.records import Partition, TableDefinition, TableStats
 from sargable.metastore.schema import DECODE_ERRORS, FILE_PATHS, FILES, damaged, keeps_blocks, key_range
 from sargable.paths import canonical_file_path, canonical_location
-from sargable.stats import FileStats
+from sargable.stats import FileStats, listed_files
 from sargable.store import Store
+from sargable.store.base import MAX_PAGE
+from sargable.store.blocks import RowBlock
 from sargable.types import STRING
+
+DECODE_AT_ONCE = 256
+"""Blocks of at least this many entries have their keys decoded at once (`sargable.keycolumns`, whose numpy set-up
+costs some tens of microseconds); shorter ones key by key."""
 
 
 def file_key(table: TableDefinition, values: tuple[Any, ...], path: str) -> bytes:
@@ -93,27 +101,83 @@ def check_stats(stats: Any) -> tuple[bool, frozenset[str] | None]:
 def iter_files(
     store: Store, table: TableDefinition, partitions: Iterable[Partition] | None, stats: bool | Collection[str]
 ) -> Iterator[FileStats]:
-    """The files of the given partitions (all when None) in partition key order: one store read either way."""
+    """The files of the given partitions (all when None) in partition key order: one store read either way, decoded
+    a block of entries at a time (`block_files`)."""
     decoded, only = check_stats(stats)
     layout = layout_of(table)
     if partitions is None:
-        rows = store.scan(FILES, *key_range(layout.prefix))
+        blocks: Iterator[RowBlock] = iter(store.scan_blocks(FILES, *key_range(layout.prefix)))
     else:
         ranges = sorted({file_range(table, tuple(p.values)) for p in partitions}, key=lambda r: r[0])
         rows = store.scan_ranges(FILES, ranges)
+        blocks = map(RowBlock.of_rows, iter(lambda: list(islice(rows, MAX_PAGE)), []))
+    for block in blocks:
+        yield from block_files(table, block, decoded, only)
+
+
+def block_files(
+    table: TableDefinition, block: RowBlock, decoded: bool, only: frozenset[str] | None
+) -> list[FileStats]:
+    """The files of a block of file entries (see `check_stats` for `decoded` and `only`). The partition values are
+    decoded from the keys at once for a long block, and the files of one partition share one dict of them; without
+    statistics, each entry's head is matched in place in the block and the file built unchecked (what the match
+    found is a path and two counts)."""
+    try:
+        specs = _partition_specs(table, block)
+        if decoded:
+            values = block.value_list()
+            return [decode_file(value, table, spec, only) for value, spec in zip(values, specs, strict=True)]
+        return listed_files(*decode_headers(block.values, block.value_lengths), specs)
+    except DECODE_ERRORS as exc:
+        raise _damaged_entry(table, block, decoded, only, exc) from None
+
+
+def _partition_specs(table: TableDefinition, block: RowBlock) -> list[dict[str, Any]]:
+    """Each entry's partition (name -> value), decoded from the keys (a long block's at once, its paths not)."""
+    layout = layout_of(table)
+    fields = len(layout.types)
+    if not fields:
+        return [{} for _ in range(len(block))]
+    if len(block) >= DECODE_AT_ONCE:
+        from sargable.keycolumns import decode_joined_columns  # numpy: loaded on the first block that long
+
+        columns = decode_joined_columns(block.keys, block.key_lengths, layout.file_codec, layout.size, fields)
+    else:
+        decode, size = layout.file_codec.decode, layout.size
+        rows = [decode(key[size:]) for key in block.key_list()]
+        columns = [[row[i] for row in rows] for i in range(fields)]
+    return list(map(_spec_maker(tuple(table.partition_key_names)), *columns))
+
+
+@lru_cache(maxsize=256)
+def _spec_maker(names: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
+    """A function of the partition values (positional) returning their dict: one dict display, several times
+    cheaper than `dict(zip(names, values))` per file. The names stay in its namespace, out of its source."""
+    arguments = ", ".join(f"v{i}" for i in range(len(names)))
+    entries = ", ".join(f"k{i}: v{i}" for i in range(len(names)))
+    namespace: dict[str, Any] = {f"k{i}": name for i, name in enumerate(names)}
+    exec(f"def spec({arguments}):\n    return {{{entries}}}", namespace)  # the source holds generated names only
+    return namespace["spec"]
+
+
+def _damaged_entry(
+    table: TableDefinition, block: RowBlock, decoded: bool, only: frozenset[str] | None, exc: BaseException
+) -> Exception:
+    """The error naming the first entry of a block that doesn't decode, each read alone (the block's own error, on
+    its first key, if each does)."""
+    layout = layout_of(table)
     decode, size = layout.file_codec.decode, layout.size
     names = table.partition_key_names
-    for key, value in rows:
+    for key, value in block.rows():
         try:
             partition = dict(zip(names, decode(key[size:])[:-1], strict=True))
             if decoded:
-                file = decode_file(value, table, partition, only)
+                decode_file(value, table, partition, only)
             else:
-                path, row_count, size_bytes = decode_header(value)
-                file = FileStats(path=path, row_count=row_count, size_bytes=size_bytes, partition=partition)
-        except DECODE_ERRORS as exc:
-            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
-        yield file
+                FileStats(*decode_header(value), partition=partition)
+        except DECODE_ERRORS as error:
+            return damaged(FILES, key, f"a file of {table.qualified_name}", error)
+    return damaged(FILES, block.key_list()[0], f"a file of {table.qualified_name}", exc)
 
 
 def iter_keyed_files(store: Store, table: TableDefinition) -> Iterator[tuple[bytes, FileStats]]:

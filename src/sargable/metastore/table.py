@@ -307,7 +307,7 @@ class Table:
         """
         key = (self.table_id, self.version, file_entries.check_stats(stats))
         listings = self._caches.listings
-        with self._reading():
+        with self._reading(), _collector_paused():
             if partitions is not None:
                 kept = None
                 if _values_compare_as_keys(self.definition) and listings.get(key) is not None and self._seen():
@@ -601,8 +601,8 @@ def _values_compare_as_keys(table: TableDefinition) -> bool:
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block, and on again after if it was: a list of many partitions
-    otherwise runs it over the growing list again and again (a third of a long listing's time); the objects of a
-    listing hold no reference cycles, and the collections are only deferred."""
+    or files otherwise runs it over the growing list again and again (a third of a long listing's time, more than half
+    of a file listing's); the objects of a listing hold no reference cycles, and the collections are only deferred."""
     if not gc.isenabled():
         yield
         return
