@@ -25,13 +25,15 @@ Timed, interleaved (each round runs every query on every side, the sides' order 
 - sargable: `Metastore.open(url)` + `table("bench.events")` + `scan(filter).files` + close;
 - PyIceberg (loaded once): `table.scan(row_filter=...).plan_files()` on a table loaded before the rounds;
 - PyIceberg (load per query): `catalog.load_table(...)` then the same plan (the catalog object kept).
+The CPU time of each call (this process, all its threads) is kept beside the wall time: the machine is shared.
 A PyIceberg cell stops repeating once it has spent `--peer-budget` seconds (it always runs once, and at least three
 times within the budget). Every side's file paths are checked against the files the query must select (computed
 from the layout, not by either system); a mismatch is printed loudly and makes the exit status 1.
 
 Built tables are cached under `--cache` (default /tmp/sargable-file-planning): the files, their statistics and the
-PyIceberg table by size and order; the sargable metastore also by a hash of src/sargable, so a code change rebuilds
-it (its stored layout may have changed) and nothing else. `--build-only` builds the files and the PyIceberg tables
+PyIceberg table by size and order; the sargable metastore also by a hash of the imported sargable package's sources,
+so other code (a change, or an older checkout's `src` on PYTHONPATH) builds a metastore of its own beside the others
+(its stored layout may differ) and nothing else is rebuilt. `--build-only` builds the files and the PyIceberg tables
 (what no code change invalidates) and stops.
 """
 
@@ -221,10 +223,11 @@ def stats_batches(layout: Layout, batch: int) -> Iterator[list[sg.FileStats]]:
 
 
 def source_hash() -> str:
-    """A hash of src/sargable's Python files: a sargable metastore built by other code is rebuilt."""
+    """A hash of the imported sargable package's Python files: other code builds a sargable metastore of its own."""
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "src" / "sargable").rglob("*.py")):
-        digest.update(path.relative_to(ROOT).as_posix().encode())
+    package = Path(sg.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -238,8 +241,8 @@ def build_sargable(layout: Layout, system: str, url: str) -> float | None:
     done = layout.root / f"{url.rsplit('/', 1)[-1].replace('?', '-')}.built"
     if done.exists():
         return None
-    for old in layout.root.glob("sargable-*.db*") if system == SQLITE else ():
-        old.unlink()
+    if system == SQLITE:
+        Path(url.removeprefix("sqlite:///")).unlink(missing_ok=True)
     started = time.perf_counter()
     with sg.Metastore.open(url, warehouse=layout.root / "warehouse") as ms:
         if "bench" in ms.list_databases():
@@ -291,6 +294,7 @@ def plan_iceberg(table: Any, q: Query) -> list[str]:
 @dataclass
 class Cell:
     times: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     files: int = -1
 
     @property
@@ -329,9 +333,10 @@ def run_size(layout: Layout, args: argparse.Namespace, code: str) -> dict[str, A
                     spent = sum(cell.times) / 1000
                     if spent > args.peer_budget or (len(cell.times) >= MIN_PEER_RUNS and spent > args.peer_budget / 2):
                         continue
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.process_time()
                 paths = systems[system](q)
                 cell.times.append((time.perf_counter() - started) * 1000)
+                cell.cpu.append((time.process_time() - started_cpu) * 1000)
                 if cell.files < 0:
                     cell.files = len(paths)
                     mismatches += check(layout, q, system, paths)
@@ -342,7 +347,14 @@ def run_size(layout: Layout, args: argparse.Namespace, code: str) -> dict[str, A
         "statistics": "footers of written files" if layout.real else "generated (files not written)",
         "build_s": builds,
         "cells": [
-            {"system": s, "filter": name, "ms": c.median, "runs_ms": c.times, "files": c.files}
+            {
+                "system": s,
+                "filter": name,
+                "ms": c.median,
+                "runs_ms": c.times,
+                "cpu_ms": statistics.median(c.cpu),
+                "files": c.files,
+            }
             for (s, name), c in cells.items()
         ],
         "mismatches": mismatches,
@@ -385,7 +397,7 @@ def print_result(result: dict[str, Any]) -> None:
     ours = [s for s in systems if s.startswith("sargable")]
     print(f"\n### {result['size']:,} files, user_id {result['order']}, statistics: {result['statistics']}\n")
     print(f"build seconds (None: cached): {result['build_s']}\n")
-    header = ["filter", "files", *systems, *(f"{s} / sqlite" for s in PEERS)]
+    header = ["filter", "files", *systems, *(f"{s} / sqlite" for s in PEERS), "sqlite cpu ms"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for name in names:
@@ -393,6 +405,7 @@ def print_result(result: dict[str, Any]) -> None:
         row += [spread(cells[(s, name)]) for s in systems]
         base = cells[(SQLITE, name)]["ms"]
         row += [f"{cells[(p, name)]['ms'] / base:,.1f}x" for p in PEERS]
+        row.append(fmt(cells[(SQLITE, name)].get("cpu_ms", float("nan"))))
         print("| " + " | ".join(row) + " |")
     for line in result["mismatches"]:
         print(f"- {line}")
@@ -445,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     print("# Planning over many files: sargable vs PyIceberg (issue 29)\n")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, commit {commit}, load average {load[0]:.1f}")
     print(f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
+    print(f"sargable imported from {Path(sg.__file__).parent} (sources {code})")
     results = []
     for size in sizes:
         for order in orders:
@@ -472,7 +486,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_json(path: Path, results: list[dict[str, Any]], commit: str, load: list[float]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"benchmark": "file_planning", "command": " ".join(sys.argv), "commit": commit, "load_average": load}
+    meta = {
+        "benchmark": "file_planning",
+        "command": " ".join(sys.argv),
+        "commit": commit,
+        "sargable": str(Path(sg.__file__).parent),
+        "load_average": load,
+    }
     path.write_text(json.dumps({**meta, "results": results}, indent=1))
 
 
