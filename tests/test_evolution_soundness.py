@@ -7,11 +7,13 @@ random filters over old, new, widened and nested columns: the files `table.scan`
 holds a row where the filter is TRUE, which the oracle finds by reading every file back row by row and evaluating
 the filter in plain Python (three-valued logic; a column a file lacks is NULL; struct fields through their struct).
 
-Runs on both backends; the budget scales with `SARGABLE_FUZZ_SCALE` (`make fuzz`).
+Runs on both backends, each scan through every file's record or through the statistics blocks (`statblocks`); the
+budget scales with `SARGABLE_FUZZ_SCALE` (`make fuzz`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from decimal import Decimal
 from itertools import count
@@ -24,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sargable as sg
+from sargable import scan as scan_module
 from sargable.types import DataType, decimal_type, float32, parse_type
 
 SCALE = float(os.environ.get("SARGABLE_FUZZ_SCALE", "1"))
@@ -238,6 +241,8 @@ def test_scan_keeps_every_file_with_a_matching_row(backend, data):
     oracle = {path: _rows(path, columns) for path in files}
     for _ in range(10):
         text, tree = _filter(draw, _leaves(columns))
-        kept = {f.path for f in table.scan(text).files}
+        with pytest.MonkeyPatch.context() as patch:  # through every file's record, or the statistics blocks
+            patch.setattr(scan_module, "BLOCKS_MIN_FILES", draw(st.sampled_from([0, math.inf])))
+            kept = {f.path for f in table.scan(text).files}
         matching = {path for path, rows in oracle.items() if any(_truth(tree, row) is True for row in rows)}
         assert matching <= kept, f"{text!r} over {columns}: dropped {sorted(matching - kept)}"

@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 import sargable as sg
 from metastore_fixtures import BACKENDS, fresh_url
 from sargable.cli import main
+from sargable.expr import bind_filter
 from sargable.metastore import Metastore
 
-KEYSPACES = ("catalog", "partitions", "pindex", "files", "filepaths")
+KEYSPACES = ("catalog", "partitions", "pindex", "files", "filepaths", "statblocks")
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -53,6 +54,7 @@ def populate(ms: Metastore) -> None:
         for i in range(3)
     ]
     ms.commit("db", "t", add_files=files)
+    ms.table("db", "t").build_stats_blocks()  # the files' statistics blocks written (not left pending)
 
 
 OPERATIONS: list[tuple[str, Callable[[Metastore], Any]]] = [
@@ -66,6 +68,7 @@ OPERATIONS: list[tuple[str, Callable[[Metastore], Any]]] = [
     ("by names", lambda ms: ms.get_partitions_by_names("db", "t", ["a=0/b=v0"])),
     ("files", lambda ms: ms.list_files("db", "t")),
     ("files without stats", lambda ms: ms.list_files("db", "t", stats=False)),
+    ("statistics blocks", lambda ms: ms.table("db.t").files_matching(bind_filter("x = 3", ms.table("db.t").schema))),
     ("table stats", lambda ms: ms.table_stats("db", "t")),
     ("has_file", lambda ms: ms.has_file("db", "t", "/data/t/a=0/b=v0/part-0.parquet")),
     ("tables_listing", lambda ms: ms.tables_listing("/data/t/a=0/b=v0/part-0.parquet")),

@@ -1,9 +1,10 @@
-"""Statistics blocks (`sargable.metastore.statblocks`): a scan that reads them selects exactly the files the per-file
-path selects (differential), never drops a file holding a matching row (soundness, against the rows themselves),
-through files added and removed across commits, replaced partitions, added and widened columns and compaction, on
-both backends; and a clustered table's equality reads one block.
+"""Statistics blocks (`sargable.metastore.statblocks`, `blockstate`): a scan that reads them selects exactly the
+files the per-file path selects (differential), never drops a file holding a matching row (soundness, against the
+rows themselves), through files added and removed across commits, replaced partitions, added and widened columns
+and compaction, on both backends; a clustered table's equality reads one block; a small commit loads no pyarrow.
 
-The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions.
+The blocks are made tiny (`BLOCK_ROWS = 3`) so that a few files make many blocks, merges and compactions, and files
+go to the blocks at once (`PENDING_MAX = 1`) unless a test draws otherwise.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import math
 import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,21 +28,24 @@ from sargable import scan as scan_module
 from sargable.expr import bind_filter
 from sargable.expr.evaluate import evaluate
 from sargable.expr.like import prefix_successor
-from sargable.metastore import statblocks
-from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key
+from sargable.metastore import blockstate
+from sargable.metastore.layout import table_prefix
+from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key, key_range
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import float32, parse_type
 from strategies import pools_of, predicates, tables
 
 SCALE = float(os.environ.get("SARGABLE_FUZZ_SCALE", "1"))
 TYPES = ("int", "bigint", "double", "float", "string", "decimal(10,2)", "date")
+FLOAT_MAX = float(np.finfo(np.float32).max)
 _tables = count()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _tiny_blocks() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(statblocks, "BLOCK_ROWS", 3)
+        patch.setattr(blockstate, "BLOCK_ROWS", 3)
+        patch.setattr(blockstate, "PENDING_MAX", 1)
         yield
 
 
@@ -109,9 +116,12 @@ class History:
     def table(self) -> sg.Table:
         return self.ms.table("d", self.name)
 
-    def new_files(self, draw: Any) -> list[FileStats]:
+    def new_files(self, draw: Any, reuse: list[tuple[str, int]] = ()) -> list[FileStats]:
+        """New files of random rows and statistics; `reuse` gives (path, partition) of some (a removed file's key
+        listed again)."""
+        names = [(f"f{next(self.serial)}.parquet", draw(st.integers(0, 2))) for _ in range(draw(st.integers(0, 4)))]
         out = []
-        for _ in range(draw(st.integers(1, 4))):
+        for path, partition in [*reuse, *names]:
             columns = list(self.schema.items())
             rows = draw(tables(columns, max_size=5))
             for row in rows:
@@ -124,24 +134,23 @@ class History:
                 degraded = _degraded(draw, exact, parse_type(text).is_string)
                 if degraded is not None:
                     stats[name] = degraded
-            path = f"f{next(self.serial)}.parquet"
-            partition = draw(st.integers(0, 2))
             out.append(FileStats(path, len(rows), 10, stats, {"p": partition}))
             self.rows[path] = [{**row, "p": partition} for row in rows]
             self.partition[path] = partition
         return out
 
     def step(self, draw: Any) -> None:
-        kind = draw(st.sampled_from(["add", "add", "add", "remove", "replace", "add_column", "widen"]))
+        kind = draw(st.sampled_from(["add", "add", "remove", "remove", "replace", "add_column", "widen"]))
         table = self.table
         stored = {f.path.rsplit("/", 1)[-1]: f.path for f in table.files(stats=False)}
         if kind == "add":
             table.commit(add_files=self.new_files(draw))
         elif kind == "remove" and stored:
             gone = draw(st.lists(st.sampled_from(sorted(stored)), unique=True, max_size=len(stored)))
-            table.commit(remove_files=[stored[p] for p in gone], add_files=self.new_files(draw))
+            again = [(p, self.partition[p]) for p in gone if draw(st.booleans())]  # the same key, new statistics
             for path in gone:
                 del self.rows[path]
+            table.commit(remove_files=[stored[p] for p in gone], add_files=self.new_files(draw, again))
         elif kind == "replace":
             partition = draw(st.integers(0, 2))
             drawn = self.new_files(draw)
@@ -168,9 +177,36 @@ class History:
                 table.widen(name, wider)
                 self.schema[name] = wider
 
+    def pools(self) -> dict[str, list[Any]]:
+        """Per column the values the files hold (and, for floats, each value's shortest single-precision text read
+        as a double: what a file written before `float -> double` reads its bounds as)."""
+        schema = [*self.schema.items(), ("p", "int")]
+        pools = pools_of(schema, [row for rows in self.rows.values() for row in rows])
+        for name, text in self.schema.items():
+            if text in ("float", "double"):
+                finite = [v for v in pools[name] if math.isfinite(v) and abs(v) <= FLOAT_MAX]
+                pools[name] += [float(str(np.float32(v))) for v in finite]
+        return pools
+
+
+LEAVES = frozenset({"compare", "in", "between", "is_null", "like"})
+
+
+def _check(table: sg.Table, history: History, predicate: Any) -> None:
+    """The block path selects what the per-file path does, and keeps every file holding a matching row."""
+    by_file = _plan(table, predicate, blocks=False)
+    by_blocks = _plan(table, predicate, blocks=True)
+    assert [f.path for f in by_blocks.files] == [f.path for f in by_file.files]
+    assert by_blocks.report.files_selected == by_file.report.files_selected
+    assert by_blocks.report.bytes_selected == by_file.report.bytes_selected
+    kept = {f.path.rsplit("/", 1)[-1] for f in by_blocks.files}
+    for path, rows in history.rows.items():
+        if any(evaluate(predicate, row) is True for row in rows):
+            assert path in kept, f"{path} holds a row where {predicate} is TRUE, but the scan dropped it"
+
 
 @settings(
-    max_examples=max(1, int(50 * SCALE)),
+    max_examples=max(1, int(30 * SCALE)),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -180,22 +216,46 @@ def test_blocks_select_what_the_per_file_path_selects_and_drop_no_matching_file(
 ) -> None:
     columns = data.draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=3))
     history = History(backend, [(f"c{i}", t) for i, t in enumerate(columns)])
-    for _ in range(data.draw(st.integers(1, 6))):
-        history.step(data.draw)
+    with pytest.MonkeyPatch.context() as patch:  # compacting at once, or after dead marks of several commits
+        patch.setattr(blockstate, "COMPACT_FRACTION", data.draw(st.sampled_from([1, 4])))
+        patch.setattr(blockstate, "PENDING_MAX", data.draw(st.sampled_from([1, 3, 100])))
+        for _ in range(data.draw(st.integers(1, 6))):
+            history.step(data.draw)
     table = history.table
     schema = [*history.schema.items(), ("p", "int")]
-    live = [row for rows in history.rows.values() for row in rows]
+    pools = history.pools()
     for _ in range(6):
-        predicate = data.draw(predicates(schema, pools=pools_of(schema, live), max_leaves=4))
-        by_file = _plan(table, predicate, blocks=False)
-        by_blocks = _plan(table, predicate, blocks=True)
-        assert [f.path for f in by_blocks.files] == [f.path for f in by_file.files]
-        assert by_blocks.report.files_selected == by_file.report.files_selected
-        assert by_blocks.report.bytes_selected == by_file.report.bytes_selected
-        kept = {f.path.rsplit("/", 1)[-1] for f in by_blocks.files}
-        for path, rows in history.rows.items():
-            if any(evaluate(predicate, row) is True for row in rows):
-                assert path in kept, f"{path} holds a row where {predicate} is TRUE, but the scan dropped it"
+        leaves = data.draw(st.sampled_from([1, 1, 4]))
+        _check(table, history, data.draw(predicates(schema, pools=pools, max_leaves=leaves, kinds=LEAVES)))
+
+
+@pytest.fixture(scope="module")
+def memory() -> Iterator[sg.Metastore]:
+    with sg.Metastore.open("sqlite://", warehouse="/nonexistent/warehouse") as ms:
+        ms.create_database("d")
+        yield ms
+
+
+@settings(
+    max_examples=max(1, int(80 * SCALE)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_block_summaries_hold_their_files(memory: sg.Metastore, data: st.DataObject) -> None:
+    """One column, one or two commits of a few files (blocks of three, merged): what a block's directory row says
+    must hold every file of the block, truncated string bounds, NULL-only and empty files included."""
+    dtype = data.draw(st.sampled_from(["string", "string", "double", "float", "int", "date"]))
+    history = History(memory, [("c", dtype)])
+    for _ in range(data.draw(st.integers(1, 2))):
+        history.table.commit(add_files=history.new_files(data.draw))
+    if dtype == "float" and data.draw(st.booleans()):
+        history.table.widen("c", "double")
+        history.schema["c"] = "double"
+    schema = [*history.schema.items(), ("p", "int")]
+    pools = history.pools()
+    for _ in range(4):
+        _check(history.table, history, data.draw(predicates(schema, pools=pools, max_leaves=1, kinds=LEAVES)))
 
 
 # -- named cases ---------------------------------------------------------------------------------------------------
@@ -252,7 +312,7 @@ def test_removing_files_compacts_the_blocks_sorted_by_min(
     paths = sorted(f.path for f in table.files(stats=False))
     table.commit(remove_files=paths[:20])  # a third of the rows dead: compacted in this commit
     definition = table.refresh().definition
-    state = statblocks.read_state(metastore.store, definition)
+    state = blockstate.read_state(metastore.store, definition)
     assert state is not None and (state.live, state.dead) == (40, 0)
     reads = _blocks_read(metastore, monkeypatch)
     remaining = {int(p.rsplit("/f", 1)[1].split(".")[0]) for p in paths[20:]}
@@ -264,7 +324,7 @@ def test_removing_files_compacts_the_blocks_sorted_by_min(
 
 def test_a_table_without_blocks_takes_the_per_file_path_until_they_are_built(metastore: sg.Metastore) -> None:
     table = _clustered(metastore, 12)
-    statblocks.forget_table(metastore.store, table.table_id)  # as a table made before blocks existed
+    metastore.store.delete_range(BLOCKS, *key_range(table_prefix(table.table_id)))  # as before blocks existed
     bound = bind_filter("user_id = 35", table.schema)
     assert table.files_matching(bound) is None
     table.commit(add_files=[FileStats("g.parquet", 1, 1, {"user_id": ColumnStats(35, 35, 0)}, {"p": 0})])
@@ -290,3 +350,77 @@ def test_an_older_store_gains_the_blocks_keyspace_on_open(metastore_url: str, tm
         ms.create_table("d", "t", [("x", "int")], [])
         ms.table("d.t").commit(add_files=[FileStats("a.parquet", 1, 1, {"x": ColumnStats(1, 1, 0)})])
         assert ms.store.get(BLOCKS, blocks_state_key(ms.table("d.t").table_id)) is not None
+
+
+def _one_file(table: sg.Table, path: str, stats: ColumnStats, partition: int = 0) -> FileStats:
+    return FileStats(path, 5, 10, {"c": stats}, {"p": partition})
+
+
+def _same(table: sg.Table, where: str) -> list[str]:
+    """The files both paths select (asserted equal), by name."""
+    by_file = [f.path.rsplit("/", 1)[-1] for f in _plan(table.refresh(), where, blocks=False).files]
+    by_blocks = [f.path.rsplit("/", 1)[-1] for f in _plan(table.refresh(), where, blocks=True).files]
+    assert by_blocks == by_file
+    return by_blocks
+
+
+def test_a_truncated_string_max_widens_its_block_to_the_prefix_successor(metastore: sg.Metastore) -> None:
+    metastore.create_database("d")
+    metastore.create_table("d", "s", [("c", "string")], [("p", "int")])
+    table = metastore.table("d.s")
+    table.commit(
+        add_files=[
+            _one_file(table, "cut.parquet", ColumnStats("a", "a", 0, max_exact=False)),  # values up to "a\uffff..."
+            _one_file(table, "ab.parquet", ColumnStats("ab", "ab", 0)),
+        ]
+    )
+    assert _same(table, "c = 'az'") == ["cut.parquet"]
+    table.commit(add_files=[_one_file(table, "b.parquet", ColumnStats("b", "b", 0))])
+    assert _same(table, "c > 'ac'") == ["b.parquet", "cut.parquet"]
+
+
+def test_bounds_of_a_float_widened_to_double_read_as_the_per_file_path_reads_them(metastore: sg.Metastore) -> None:
+    metastore.create_database("d")
+    metastore.create_table("d", "f", [("c", "float")], [("p", "int")])
+    table = metastore.table("d.f")
+    single = float32(0.1)  # 0.10000000149011612, written as "0.1": read back as 0.1 once the column is a double
+    table.commit(add_files=[_one_file(table, "x.parquet", ColumnStats(single, single, 0, 0, frozenset({single})))])
+    table.widen("c", "double")
+    assert _same(table, "c = 0.1") == ["x.parquet"]
+    assert _same(table, f"c = {single!r}") == ["x.parquet"]
+
+
+def test_a_file_removed_and_listed_again_in_one_commit_survives_compaction(metastore: sg.Metastore) -> None:
+    metastore.create_database("d")
+    metastore.create_table("d", "r", [("c", "int")], [("p", "int")])
+    table = metastore.table("d.r")
+    table.commit(add_files=[_one_file(table, f"f{i}.parquet", ColumnStats(i, i, 0)) for i in range(8)])
+    table.commit(
+        remove_files=[table.files(stats=False)[0].path],
+        add_files=[_one_file(table, "f0.parquet", ColumnStats(100, 100, 0))],  # the same key, other statistics
+    )
+    assert _same(table, "c = 100") == ["f0.parquet"]
+    table.refresh().commit(remove_files=[f.path for f in table.refresh().files(stats=False)][4:])  # compacts
+    state = blockstate.read_state(metastore.store, table.refresh().definition)
+    assert state is not None and state.dead == 0
+    assert _same(table, "c = 100") == ["f0.parquet"]
+    assert _same(table, "c = 0") == []
+
+
+def test_a_small_commit_loads_no_pyarrow(tmp_path: Any) -> None:
+    code = (
+        "import sys, sargable as sg\n"
+        "with sg.Metastore.open(sys.argv[1], warehouse=sys.argv[2]) as ms:\n"
+        "    ms.create_database('d')\n"
+        "    ms.create_table('d', 't', [('x', 'int')], [('p', 'int')])\n"
+        "    for i in range(3):\n"
+        "        ms.table('d.t').commit(add_files=[sg.FileStats(f'{i}.parquet', 1, 1, {'x': sg.ColumnStats(i, i, 0)},"
+        " {'p': i})])\n"
+        "    ms.table('d.t').commit(remove_files=[ms.table('d.t').files(stats=False)[0].path])\n"
+        "print('pyarrow' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, f"sqlite:///{tmp_path / 'm.db'}", str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

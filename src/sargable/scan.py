@@ -48,9 +48,11 @@ RUN_MIN = 8
 """Consecutive integer key values from which a run is planned as one range (a year of date keys: one scan)."""
 MAX_RUNS = 64
 """Runs planned as ranges at most; a key set more scattered than that is planned as gets."""
-BLOCKS_MIN_FILES = 2_000
+BLOCKS_MIN_FILES = 500
 """A file filter on data columns reads the statistics blocks (`Table.files_matching`) when the selected partitions
-hold about this many files or more; fewer are read file by file (one multi-range read, cheaper than the blocks)."""
+hold about this many files or more; fewer are read file by file (one multi-range read, cheaper than the blocks:
+over 100,000 files, 100 selected files plan as fast either way, 300 a third faster through the blocks, 3,000 six
+times faster)."""
 SUMMARY_MAX = 2_000
 """Report texts longer than this are cut (a long key set's IN list would flood a report)."""
 
@@ -299,7 +301,7 @@ def plan_scan(
     on_files = [k for k in keys if k.column.lower() not in lowered_keys]
     totals = table.stats()
     partitions, access, search = _partitions(table, partition_part, keys, on_partitions, totals.partitions)
-    files, extra, ranged, listed = _files(table, partitions, files_part, on_files)
+    files, extra, ranged, listed = _files(table, partitions, files_part, on_files, totals)
     files_total, bytes_total = totals.files, totals.bytes
     if listed.folders:
         notes = [*notes, f"{listed.folders} partition folder(s) listed: the metastore has no file list for them"]
@@ -388,7 +390,11 @@ class _Listed:
 
 
 def _files(
-    table: ScannedTable, partitions: list[Any] | None, files_part: BoundFilter | None, on_files: list[KeySet]
+    table: ScannedTable,
+    partitions: list[Any] | None,
+    files_part: BoundFilter | None,
+    on_files: list[KeySet],
+    totals: Any,
 ) -> tuple[list[FileStats], list[BoundFilter], tuple[str, ...], _Listed]:
     """(the files that may hold a matching row, the key-set predicates left to the residual, the data columns whose
     key set stays there as its range only, what was listed from folders for files no one registered).
@@ -400,7 +406,7 @@ def _files(
     wanted = set() if files_part is None else set(files_part.columns)
     wanted |= {k.column.lower() for k in on_files}
     stats = frozenset(n for n, _ in with_struct_leaves(table.columns) if n.lower() in wanted) or False
-    files = _from_blocks(table, partitions, files_part, on_files, stats) if wanted else None
+    files = _from_blocks(table, partitions, files_part, on_files, stats, totals) if wanted else None
     if files is None:
         files = table.files(partitions, stats=stats) if partitions is None or partitions else []
     unregistered, folders = _unregistered_files(table, partitions, files)
@@ -428,13 +434,13 @@ def _from_blocks(
     files_part: BoundFilter | None,
     on_files: list[KeySet],
     stats: frozenset[str] | bool,
+    totals: Any,
 ) -> list[FileStats] | None:
     """The files the table's statistics blocks leave for the file part and the data-column key sets (a superset of
     what they keep, which the per-file step then decides); None when the per-file path is cheaper (few files: about
     the files of `BLOCKS_MIN_FILES` in the selected partitions) or the blocks can't answer."""
     if table.files_from_folders or partitions == []:
         return None
-    totals = table.stats()
     selected = totals.files if partitions is None else totals.files * len(partitions) / max(totals.partitions, 1)
     if selected < BLOCKS_MIN_FILES:
         return None

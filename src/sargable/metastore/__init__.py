@@ -2,9 +2,10 @@
 
 `Metastore` is the catalog; `Metastore.table("db.t")` gives a `Table` handle that reads and writes one table.
 Modules, by concern: `metastore` (the `Metastore` class), `table` (the handle), `catalog` (databases and table
-definitions), `partitions`, `files`, `indexes`, `commit`, `totals` (a table's counts), `access` (choosing between
-the primary key order and secondary indexes), `records` (what comes back), `hive` (the Hive metastore's fields of
-databases, tables and partitions, and their codec), `schema` (keyspaces and catalog keys),
+definitions), `partitions`, `files`, `statblocks` (per-column statistics blocks), `indexes`, `commit`, `totals` (a
+table's counts), `access` (choosing between the primary key order and secondary indexes), `records` (what comes
+back), `hive` (the Hive metastore's fields of databases, tables and partitions, and their codec), `schema`
+(keyspaces and catalog keys),
 `layout` / `filecodec` / `names` (key and value encodings), `caches`, `pool` (metastores shared by URL).
 
 Layout (one keyspace each; every table's keys start with its 8-byte table id, so a table is one key range):
@@ -15,7 +16,9 @@ Layout (one keyspace each; every table's keys start with its 8-byte table id, so
 - `pindex`: secondary indexes: table id + key position + the values reordered with the indexed key first -> a marker
   byte and the partition row's value, so an index lookup needs no second read;
 - `files`: table id + partition values + file path -> the file's size, row count and column statistics;
-- `filepaths`: table id + file path -> the file's key in `files` (to remove files by path and find orphans).
+- `filepaths`: table id + file path -> the file's key in `files` (to remove files by path and find orphans);
+- `statblocks`: per table and column, the files' statistics as Arrow blocks with a directory (`statblocks`), so that
+  a filter on a data column reads only the blocks that may match, not every file's entry.
 
 The catalog keyspace also holds each table's tombstones (`tombstones`): the files its commits removed, kept on disk
 until the table's retention has passed; its write intents (`intents`): sargable's writes to it that began and did

@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 
 from sargable.errors import AlreadyExistsError, MetastoreError, PathError
-from sargable.metastore import evolution, intents, tombstones
+from sargable.metastore import blockstate, evolution, intents, tombstones
 from sargable.metastore.catalog import (
     all_tables,
     bump,
@@ -40,7 +40,7 @@ from sargable.metastore.catalog import (
     read_table,
 )
 from sargable.metastore.filecodec import decode_header
-from sargable.metastore.files import iter_keyed_files, path_key
+from sargable.metastore.files import entries, path_key
 from sargable.metastore.hive import HiveTable
 from sargable.metastore.indexes import index_keys
 from sargable.metastore.layout import layout_of
@@ -157,9 +157,7 @@ def change_columns(
         locked = lock_table(store, table.database, table.name, validated=table)
         widened, added = _check_columns(store, locked, cols, keys)
         if cols != locked.columns and keeps_blocks(store, locked.table_id) and not _lists_files(store, locked):
-            from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping blocks only
-
-            statblocks.start(store, locked)  # columns free to change: the old blocks hold dead rows only
+            blockstate.start(store, locked)  # columns free to change: the old blocks hold dead rows only
         return bump(
             store,
             locked,
@@ -313,6 +311,6 @@ def _relocate(store: Store, table: TableDefinition, moved: Relocation, location:
     if keeps_blocks(store, table.table_id):
         from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping blocks only
 
-        statblocks.build(store, table, iter_keyed_files(store, table))  # the files' keys changed
+        statblocks.build(store, table, entries(store, table))  # the files' keys changed
     tombstones.rebase(store, table.table_id, moved)
     intents.rebase(store, table.table_id, location, moved)

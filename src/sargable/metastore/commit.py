@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, CommitConflictError, MetastoreError
-from sargable.metastore import files, partitions, tombstones, totals
+from sargable.metastore import blockstate, files, partitions, tombstones, totals
 from sargable.metastore.catalog import bump
-from sargable.metastore.filecodec import decode_file, encode_file
+from sargable.metastore.filecodec import encode_file
 from sargable.metastore.records import TableDefinition, TableStats
 from sargable.metastore.schema import FILE_PATHS, FILES, keeps_blocks
 from sargable.stats import FileStats
@@ -78,20 +78,31 @@ def prepare(
     return Prepared(new_partitions, replaced, added, list(dict.fromkeys(removed)))
 
 
+def _keep_blocks(
+    store: Store, table: TableDefinition, removed: list[bytes], added: list[tuple[bytes, bytes]]
+) -> None:
+    """The statistics blocks' share of a commit: dead marks, pending marks or block rows, a compaction when due."""
+    blockstate.mark_dead(store, table, removed)
+    due = not blockstate.pend(store, table, [key for key, _ in added])
+    if due or blockstate.compaction_due(store, table):
+        from sargable.metastore import statblocks  # pyarrow: loaded only when blocks are written
+
+        if due:
+            statblocks.added(store, table, added)
+        if blockstate.compaction_due(store, table):
+            statblocks.compact(store, table)
+
+
 def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResult:
     """Write a prepared commit (inside a transaction, the table's row locked); bumps the table's version.
 
     A table that keeps statistics blocks (`statblocks`) gets the added files' rows and the removed files' dead
-    marks in the same transaction (the rows of the records as stored, so they read as the per-file path reads them);
-    a table listing no file starts keeping them."""
+    marks in the same transaction; a table listing no file starts keeping them."""
     blocks = (change.added or change.removed or change.replaced) and (
         keeps_blocks(store, table.table_id) or not files.lists_files(store, table)
     )
-    if blocks:
-        from sargable.metastore import statblocks  # pyarrow: loaded by commits of tables keeping blocks only
-
-        if not keeps_blocks(store, table.table_id):
-            statblocks.start(store, table)
+    if blocks and not keeps_blocks(store, table.table_id):
+        blockstate.start(store, table)
     dropped = totals.NO_CHANGE
     for values in change.replaced:
         dropped = totals.plus(dropped, files.delete_in(store, table, values))
@@ -130,8 +141,7 @@ def apply(store: Store, table: TableDefinition, change: Prepared) -> CommitResul
     file_rows = [(files.file_key(table, values, f.path), blob) for values, f, blob in change.added]
     store.put_many(FILES, file_rows)
     if blocks:
-        statblocks.removed(store, table, removed_keys)
-        statblocks.added(store, table, [(k, decode_file(blob, table)) for k, blob in file_rows])
+        _keep_blocks(store, table, removed_keys, file_rows)
     store.put_many(FILE_PATHS, [(pk, fk) for pk, (fk, _) in zip(path_keys, file_rows, strict=True)])
     added = TableStats(
         partitions_added,

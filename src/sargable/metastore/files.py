@@ -13,6 +13,7 @@ from typing import Any
 
 from sargable import keys
 from sargable.errors import MetastoreError, PathError
+from sargable.metastore import blockstate
 from sargable.metastore.filecodec import decode_file, decode_header, decode_headers
 from sargable.metastore.layout import layout_of, table_prefix
 from sargable.metastore.records import Partition, TableDefinition, TableStats
@@ -180,13 +181,9 @@ def _damaged_entry(
     return damaged(FILES, block.key_list()[0], f"a file of {table.qualified_name}", exc)
 
 
-def iter_keyed_files(store: Store, table: TableDefinition) -> Iterator[tuple[bytes, FileStats]]:
-    """(key, record with every column's statistics) of each of the table's files, in key order."""
-    for key, value in store.scan(FILES, *key_range(layout_of(table).prefix)):
-        try:
-            yield key, decode_file(value, table)
-        except DECODE_ERRORS as exc:
-            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
+def entries(store: Store, table: TableDefinition) -> Iterator[tuple[bytes, bytes]]:
+    """(key, stored entry) of each of the table's files, in key order."""
+    return store.scan(FILES, *key_range(layout_of(table).prefix))
 
 
 def files_at(
@@ -248,7 +245,5 @@ def delete_in(store: Store, table: TableDefinition, values: tuple[Any, ...]) -> 
         files, size, rows = files + 1, size + size_bytes, rows + row_count
     store.delete_range(FILES, start, stop)
     if removed and keeps_blocks(store, table.table_id):
-        from sargable.metastore import statblocks  # pyarrow: loaded for tables keeping statistics blocks only
-
-        statblocks.removed(store, table, removed)
+        blockstate.mark_dead(store, table, removed)
     return TableStats(0, files, size, rows)

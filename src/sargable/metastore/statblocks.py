@@ -2,26 +2,27 @@
 every file's record.
 
 For each column and struct leaf with an Arrow type (`arrow_type`), the statistics of the table's files are kept in
-blocks of up to `BLOCK_ROWS` rows, each an Arrow IPC stream: per file its key in `files`, the table version the row
-was written at, its row count and its statistics in the `FileStatsTable` layout (`stats_struct_type`: min, max,
-NULL and NaN counts, exactness, value sets). Every file a commit adds gets a row in every column's blocks (unknown
-statistics where it has none). Each column also has a small directory: per block its files, rows, lowest min,
-highest bound and NULL / NaN counts, which read as one file holding every file of the block (`_summary`), so that
-the same evaluator that skips files skips blocks.
+blocks of up to `blockstate.BLOCK_ROWS` rows, each an Arrow IPC stream: per file its key in `files`, the table
+version the row was written at, its row count and its statistics in the `FileStatsTable` layout
+(`stats_struct_type`: min, max, NULL and NaN counts, exactness, value sets). Every file a commit adds gets a row in
+every column's blocks (unknown statistics where it has none). Each column also has a small directory: per block its
+files, rows, lowest min, highest bound and NULL / NaN counts, which read as one file holding every file of the block
+(`_summary`), so that the same evaluator that skips files skips blocks.
 
 A scan asks `candidates` for the keys of the files whose statistics may match its file filter: for each column the
 filter names, the directory, then only the blocks whose summary may match, evaluated over Arrow columns (no
 `FileStats` built); the columns' candidates intersect (each is a superset of the files that may match). The scan
 then reads those files' records and runs its per-file step over them, so its result is the per-file path's exactly.
 
-Blocks are written in the transaction of the commit that adds the files (`added`): a commit's rows sorted by min are
-cut into new blocks, and small blocks at the end are merged while the last is no bigger than half the new one (a
-binary counter: every row is rewritten O(log BLOCK_ROWS) times). A removed file's rows stay until compaction; the
-commit records a dead mark (its key and the version removing it), and a row is dead when a mark of its key is of a
-later version than the row. When dead rows pass a quarter of the rows (`compact`), every column's blocks are
-rewritten without them, sorted by min across the table, so that files clustered on a column (`sgs.optimize`) give
-blocks of disjoint ranges and an equality reads one or two. Candidates are checked against `files` by the scan's
-read, so a dead row is never a wrong answer, only a wasted one.
+Blocks are written in the transaction of the commit that adds the files: a commit of few files only notes them as
+pending (`blockstate.pend`; a scan takes pending files as candidates); once `blockstate.PENDING_MAX` wait, they
+and the commit's files, sorted by min, are cut into new blocks (`added`), and small blocks at the end are merged
+while the last is no bigger than the new one (a binary counter: every row is rewritten O(log BLOCK_ROWS) times). A
+removed file's rows stay until compaction: the commit records a dead mark (its key and the version removing it), and
+a row is dead when a mark of its key is of a later version than the row. When dead rows pass a quarter of the rows
+(`compact`), every column's blocks are rewritten without them, sorted by min across the table, so that files
+clustered on a column (`sgs.optimize`) give blocks of disjoint ranges and an equality reads one or two. Candidates
+are checked against `files` by the scan's read, so a dead row is never a wrong answer, only a wasted one.
 
 Schema changes follow `filecodec`: a column added after a row was written is all-NULL in that file, and has no rows
 in its blocks for it; a column whose filter may match an all-NULL file is then not used (the per-file step decides).
@@ -29,94 +30,29 @@ A widened column's statistics are cast to the new type; those of a `float` widen
 single-precision step each way, which holds every bound the per-file path reads (`filecodec._single_bounds`).
 
 Tables created before blocks existed have none (no state row): they keep the per-file path until
-`Table.build_stats_blocks` builds them; a table that lists no file gets them at its next commit.
+`Table.build_stats_blocks` builds them (`build`); a table that lists no file gets them at its next commit.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sargable import keys as keycodec
 from sargable.errors import PushdownError, StatisticsError
 from sargable.expr.like import prefix_successor
-from sargable.metastore.layout import table_prefix
+from sargable.metastore import blockstate
+from sargable.metastore.filecodec import decode_file
 from sargable.metastore.records import TableDefinition
-from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, blocks_state_key, damaged, key_range
+from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, FILES, damaged, key_range
 from sargable.skipping import FileStatsTable
-from sargable.skipping.table import arrow_type, stats_struct_type
+from sargable.skipping.table import STAT_FIELDS, arrow_type, stats_struct_type
 from sargable.stats import UNKNOWN, ColumnStats, FileStats
 from sargable.store import Store
-from sargable.types import STRING, DataType, with_struct_leaves
-
-BLOCK_ROWS = 2048
-"""Files per block at most: a block is read whole, and the directory has a row per block."""
-COMPACT_FRACTION = 4
-"""A table's blocks are compacted when more than 1 / COMPACT_FRACTION of their rows are dead (and at least
-`BLOCK_ROWS // COMPACT_FRACTION`), so the work is paid for by the removals that made them dead."""
-
-_STATE = struct.Struct(">qqq")
-"""The state row: next block id, live rows, dead rows (rows per column; every column's blocks have the same files)."""
-_VERSION = struct.Struct(">q")
-_DIRECTORY, _BLOCK, _DEAD = b"d", b"b", b"x"
-UNUSABLE = b""
-"""A directory value saying the column's blocks can't be kept (statistics with no Arrow form): never read."""
-
-
-@dataclass
-class State:
-    """A table's block bookkeeping: the next block id, and its rows (per column) live and dead."""
-
-    next_id: int
-    live: int
-    dead: int
-
-
-def _prefix(table: TableDefinition, kind: bytes) -> bytes:
-    return table_prefix(table.table_id) + kind
-
-
-def _directory_key(table: TableDefinition, column: str) -> bytes:
-    return _prefix(table, _DIRECTORY) + keycodec.encode([column.lower()], [STRING])
-
-
-def _block_key(table: TableDefinition, block_id: int) -> bytes:
-    return _prefix(table, _BLOCK) + _VERSION.pack(block_id)
-
-
-def read_state(store: Store, table: TableDefinition) -> State | None:
-    """The table's block state, None when it keeps no blocks."""
-    key = blocks_state_key(table.table_id)
-    raw = store.get(BLOCKS, key)
-    if raw is None:
-        return None
-    try:
-        return State(*_STATE.unpack(raw))
-    except DECODE_ERRORS as exc:
-        raise damaged(BLOCKS, key, f"the block state of {table.qualified_name}", exc) from None
-
-
-def _put_state(store: Store, table: TableDefinition, state: State) -> None:
-    store.put(BLOCKS, blocks_state_key(table.table_id), _STATE.pack(state.next_id, state.live, state.dead))
-
-
-def start(store: Store, table: TableDefinition) -> State:
-    """Keep blocks for a table that lists no file (nothing to build); returns its state."""
-    store.delete_range(BLOCKS, *key_range(table_prefix(table.table_id)))
-    state = State(0, 0, 0)
-    _put_state(store, table, state)
-    return state
-
-
-def forget_table(store: Store, table_id: int) -> None:
-    """Drop every block, directory, dead mark and the state of a table."""
-    store.delete_range(BLOCKS, *key_range(table_prefix(table_id)))
+from sargable.types import DataType, with_struct_leaves
 
 
 def block_columns(table: TableDefinition) -> list[tuple[str, DataType]]:
@@ -239,72 +175,104 @@ def _directory_batch(entries: list[dict[str, Any]], dtype: DataType) -> pa.Recor
     )
 
 
-def _read_directory(store: Store, table: TableDefinition, key: bytes, raw: bytes) -> list[dict[str, Any]]:
+BLOCK_COLUMNS = ("key", "version", "row_count", "stats")
+DIRECTORY_COLUMNS = ("id", "entries", "row_count", "lo", "hi", "null_count", "nan_count")
+_READ_ERRORS = (*DECODE_ERRORS, pa.ArrowException, OSError)
+"""What a damaged IPC stream raises (pyarrow reports some as OSError)."""
+
+
+def _decoded(table: TableDefinition, key: bytes, raw: bytes | None, what: str, names: Sequence[str]) -> pa.RecordBatch:
+    """A stored block or directory, with the columns it must have (damage names its key)."""
     try:
-        return _read_ipc(raw).to_pylist()
-    except (*DECODE_ERRORS, pa.ArrowException) as exc:
-        raise damaged(BLOCKS, key, f"a block directory of {table.qualified_name}", exc) from None
+        if raw is None:
+            raise KeyError("missing")
+        batch = _read_ipc(raw)
+        missing = [n for n in names if n not in batch.schema.names]
+        if missing:
+            raise KeyError(f"no column {missing[0]!r}")
+        counts = [batch.schema.field(n).type for n in names if n in ("version", "row_count", "id", "entries")]
+        if any(t != pa.int64() for t in counts):
+            raise TypeError(f"counts of type {counts}")
+        if "stats" in names:
+            stats = batch.schema.field("stats").type
+            if batch.schema.field("key").type != pa.binary() or not pa.types.is_struct(stats):
+                raise TypeError(f"keys of type {batch.schema.field('key').type}, statistics of type {stats}")
+            if [stats.field(i).name for i in range(stats.num_fields)] != list(STAT_FIELDS):
+                raise TypeError(f"statistics of type {stats}")
+        return batch
+    except _READ_ERRORS as exc:
+        raise damaged(BLOCKS, key, f"{what} of {table.qualified_name}", exc) from None
+
+
+def _read_directory(table: TableDefinition, key: bytes, raw: bytes) -> pa.RecordBatch:
+    return _decoded(table, key, raw, "a statistics block directory", DIRECTORY_COLUMNS)
+
+
+def _directory_entries(table: TableDefinition, key: bytes, raw: bytes) -> list[dict[str, Any]]:
+    return _read_directory(table, key, raw).to_pylist()
 
 
 def _read_block(table: TableDefinition, key: bytes, raw: bytes | None) -> pa.RecordBatch:
-    if raw is None:
-        raise damaged(BLOCKS, key, f"a statistics block of {table.qualified_name}", KeyError("missing"))
-    try:
-        return _read_ipc(raw)
-    except (*DECODE_ERRORS, pa.ArrowException) as exc:
-        raise damaged(BLOCKS, key, f"a statistics block of {table.qualified_name}", exc) from None
+    return _decoded(table, key, raw, "a statistics block", BLOCK_COLUMNS)
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
 
 
-def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, FileStats]]) -> None:
-    """Add rows for the files a commit adds (key in `files`, record) to every column's blocks (inside the commit's
+def added(store: Store, table: TableDefinition, files: Sequence[tuple[bytes, bytes]]) -> None:
+    """Write the files a commit adds (key and stored entry in `files`) and the pending ones (`blockstate`) as rows of
+    every column's blocks, read from their entries as the per-file path reads them (inside the commit's
     transaction; the table keeps blocks)."""
-    state = read_state(store, table)
-    if state is None or not files:
+    state = blockstate.read_state(store, table)
+    if state is None:
         return
+    entries = [*blockstate.take_pending(store, table, state), *files]
+    decoded = []
+    for key, value in entries:
+        try:
+            decoded.append((key, decode_file(value, table)))
+        except DECODE_ERRORS as exc:
+            raise damaged(FILES, key, f"a file of {table.qualified_name}", exc) from None
     for name, dtype in block_columns(table):
-        key = _directory_key(table, name)
+        key = blockstate.directory_key(table, name)
         raw = store.get(BLOCKS, key)
-        if raw == UNUSABLE:
+        if raw == blockstate.UNUSABLE:
             continue
         try:
-            rows = _rows(files, name, dtype, table.version)
+            rows = _rows(decoded, name, dtype, table.version)
         except StatisticsError:
             _give_up(store, table, key, raw)
             continue
-        directory = [] if raw is None else _read_directory(store, table, key, raw)
+        directory = [] if raw is None else _directory_entries(table, key, raw)
         _append(store, table, state, directory, _sorted_by_min(rows), dtype)
         store.put(BLOCKS, key, _ipc(_directory_batch(directory, dtype)))
-    state.live += len(files)
-    _put_state(store, table, state)
+    blockstate.put_state(store, table, state)
 
 
 def _give_up(store: Store, table: TableDefinition, key: bytes, raw: bytes | None) -> None:
     """Stop keeping a column's blocks (its statistics have no Arrow form): they are dropped and never read."""
     if raw is not None:
-        for entry in _read_directory(store, table, key, raw):
-            store.delete(BLOCKS, _block_key(table, entry["id"]))
-    store.put(BLOCKS, key, UNUSABLE)
+        for entry in _directory_entries(table, key, raw):
+            store.delete(BLOCKS, blockstate.block_key(table, entry["id"]))
+    store.put(BLOCKS, key, blockstate.UNUSABLE)
 
 
 def _append(
     store: Store,
     table: TableDefinition,
-    state: State,
+    state: blockstate.State,
     directory: list[dict[str, Any]],
     rows: pa.RecordBatch,
     dtype: DataType,
 ) -> None:
     """Write sorted rows as new blocks at the end of a column's directory, merging the small blocks before them."""
-    for offset in range(0, rows.num_rows, BLOCK_ROWS):
-        chunk = rows.slice(offset, BLOCK_ROWS)
+    for offset in range(0, rows.num_rows, blockstate.BLOCK_ROWS):
+        chunk = rows.slice(offset, blockstate.BLOCK_ROWS)
         while directory and chunk.num_rows >= directory[-1]["entries"] and (
-            directory[-1]["entries"] + chunk.num_rows <= BLOCK_ROWS
+            directory[-1]["entries"] + chunk.num_rows <= blockstate.BLOCK_ROWS
         ):
             last = directory.pop()
-            block_key = _block_key(table, last["id"])
+            block_key = blockstate.block_key(table, last["id"])
             merged = _read_block(table, block_key, store.get(BLOCKS, block_key))
             store.delete(BLOCKS, block_key)
             chunk = _sorted_by_min(_concat([merged, chunk], dtype))
@@ -312,12 +280,16 @@ def _append(
 
 
 def _write_block(
-    store: Store, table: TableDefinition, state: State, directory: list[dict[str, Any]], rows: pa.RecordBatch,
+    store: Store,
+    table: TableDefinition,
+    state: blockstate.State,
+    directory: list[dict[str, Any]],
+    rows: pa.RecordBatch,
     dtype: DataType,
 ) -> None:
     block_id = state.next_id
     state.next_id += 1
-    store.put(BLOCKS, _block_key(table, block_id), _ipc(rows))
+    store.put(BLOCKS, blockstate.block_key(table, block_id), _ipc(rows))
     directory.append({"id": block_id, **_summary(rows, dtype)})
 
 
@@ -330,43 +302,32 @@ def _concat(batches: list[pa.RecordBatch], dtype: DataType) -> pa.RecordBatch:
     return rows.combine_chunks().to_batches()[0]
 
 
-def removed(store: Store, table: TableDefinition, file_keys: Iterable[bytes]) -> None:
-    """Mark the rows of files a commit removes as dead (inside its transaction); compacts when they pile up."""
-    state = read_state(store, table)
-    if state is None:
-        return
-    marks = [(_prefix(table, _DEAD) + key, _VERSION.pack(table.version)) for key in file_keys]
-    if not marks:
-        return
-    store.put_many(BLOCKS, marks)
-    state.live -= len(marks)
-    state.dead += len(marks)
-    _put_state(store, table, state)
-    if state.dead > max(BLOCK_ROWS, state.live) // COMPACT_FRACTION:
-        compact(store, table)
-
-
 def compact(store: Store, table: TableDefinition) -> None:
     """Rewrite every column's blocks without dead rows (and rows of a column older than the column), sorted by min
     across the table, and forget the dead marks."""
-    state = read_state(store, table)
+    state = blockstate.read_state(store, table)
     if state is None:
         return
-    dead_start, dead_stop = key_range(_prefix(table, _DEAD))
+    dead_start, dead_stop = key_range(blockstate.prefix(table, blockstate.DEAD))
     skip = len(dead_start)
-    marks = [(key[skip:], _VERSION.unpack(value)[0]) for key, value in store.scan(BLOCKS, dead_start, dead_stop)]
+    marks = []
+    for key, value in store.scan(BLOCKS, dead_start, dead_stop):
+        try:
+            marks.append((key[skip:], blockstate.VERSION.unpack(value)[0]))
+        except DECODE_ERRORS as exc:
+            raise damaged(BLOCKS, key, f"a dead mark of {table.qualified_name}", exc) from None
     dead = pa.table(
         {"key": pa.array([k for k, _ in marks], pa.binary()), "removed": pa.array([v for _, v in marks], pa.int64())}
     )
     added_at = {path: when for path, when in table.added}
     live = 0
     for name, dtype in block_columns(table):
-        key = _directory_key(table, name)
+        key = blockstate.directory_key(table, name)
         raw = store.get(BLOCKS, key)
-        if raw is None or raw == UNUSABLE:
+        if raw is None or raw == blockstate.UNUSABLE:
             continue
-        directory = _read_directory(store, table, key, raw)
-        block_keys = [_block_key(table, e["id"]) for e in directory]
+        directory = _directory_entries(table, key, raw)
+        block_keys = [blockstate.block_key(table, e["id"]) for e in directory]
         found = store.multi_get(BLOCKS, block_keys)
         batches = [_read_block(table, k, found.get(k)) for k in block_keys]
         for k in block_keys:
@@ -376,13 +337,13 @@ def compact(store: Store, table: TableDefinition) -> None:
         if rows is not None and rows.num_rows:
             rows = _without_dead(rows, dead, added_at.get(name.lower()))
             rows = _sorted_by_min(rows)
-            for offset in range(0, rows.num_rows, BLOCK_ROWS):
-                _write_block(store, table, state, new_directory, rows.slice(offset, BLOCK_ROWS), dtype)
+            for offset in range(0, rows.num_rows, blockstate.BLOCK_ROWS):
+                _write_block(store, table, state, new_directory, rows.slice(offset, blockstate.BLOCK_ROWS), dtype)
             live = max(live, rows.num_rows)
         store.put(BLOCKS, key, _ipc(_directory_batch(new_directory, dtype)))
     store.delete_range(BLOCKS, dead_start, dead_stop)
-    state.live, state.dead = live, 0
-    _put_state(store, table, state)
+    state.live, state.dead = live + state.pending, 0
+    blockstate.put_state(store, table, state)
 
 
 def _without_dead(rows: pa.RecordBatch, dead: pa.Table, added_at: int | None) -> pa.RecordBatch:
@@ -395,11 +356,14 @@ def _without_dead(rows: pa.RecordBatch, dead: pa.Table, added_at: int | None) ->
     return rows.filter(keep)
 
 
-def build(store: Store, table: TableDefinition, files: Iterable[tuple[bytes, FileStats]]) -> None:
-    """(Re)build a table's blocks from its files (key in `files`, record with every column's statistics), sorted by
-    min: for tables made before blocks existed, and after keys change (a folder move)."""
-    start(store, table)
-    added(store, table, list(files))
+def build(store: Store, table: TableDefinition, files: Iterable[tuple[bytes, bytes]]) -> None:
+    """(Re)build a table's blocks from its files (key and stored entry in `files`), sorted by min: for tables made
+    before blocks existed, and after keys change (a folder move)."""
+    listed = list(files)
+    state = blockstate.start(store, table)
+    state.live = len(listed)
+    blockstate.put_state(store, table, state)
+    added(store, table, listed)
 
 
 # -- reading -------------------------------------------------------------------------------------------------------
@@ -409,21 +373,22 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
     """The keys in `files` (sorted) of the files whose blocks' statistics may match the bound filter `where`, a
     superset of those the per-file path keeps (and maybe of files removed since); None when no column `where` names
     has usable blocks (the per-file path decides)."""
-    if read_state(store, table) is None:
+    state = blockstate.read_state(store, table)
+    if state is None:
         return None
     schema = list(table.schema)
     names = {c.lower() for c in where.columns}
     columns = [(n, t) for n, t in block_columns(table) if n.lower() in names]
     if not columns:
         return None
-    directory_keys = [_directory_key(table, n) for n, _ in columns]
+    directory_keys = [blockstate.directory_key(table, n) for n, _ in columns]
     directories = store.multi_get(BLOCKS, directory_keys)
     added_at = {path: when for path, when in table.added}
     singles = {path for path, old in table.widened if old.name == "float"}
     kept: pa.Array | None = None
     for (name, dtype), key in zip(columns, directory_keys, strict=True):
         raw = directories.get(key)
-        if raw is None or raw == UNUSABLE:
+        if raw is None or raw == blockstate.UNUSABLE:
             continue
         since = added_at.get(name.lower())
         if since is not None and _matches_all_null(where, name, dtype, schema):
@@ -435,7 +400,10 @@ def candidates(store: Store, table: TableDefinition, where: Any) -> list[bytes] 
         kept = found if kept is None else kept.filter(pc.is_in(kept, value_set=found))
     if kept is None:
         return None
-    return sorted(set(kept.to_pylist()))
+    found = set(kept.to_pylist())
+    if state.pending:
+        found.update(blockstate.pending_keys(store, table))
+    return sorted(found)
 
 
 def _matches_all_null(where: Any, name: str, dtype: DataType, schema: list[tuple[str, DataType]]) -> bool:
@@ -458,7 +426,7 @@ def _column_candidates(
 ) -> pa.Array | None:
     """The keys of one column's rows that may match (other columns unknown); None when its blocks don't read in
     the column's type."""
-    batch = _read_ipc_checked(table, key, raw)
+    batch = _read_directory(table, key, raw)
     if batch.num_rows == 0:
         return pa.array([], pa.binary())
     summary = {
@@ -476,7 +444,7 @@ def _column_candidates(
     except StatisticsError:
         return None
     ids = batch.column("id").filter(blocks).to_pylist()
-    block_keys = [_block_key(table, i) for i in ids]
+    block_keys = [blockstate.block_key(table, i) for i in ids]
     found = store.multi_get(BLOCKS, block_keys) if block_keys else {}
     keys = []
     for block_key in block_keys:
@@ -496,13 +464,6 @@ def _column_candidates(
             return None
         keys.append(rows.column("key").filter(mask))
     return pa.concat_arrays(keys) if keys else pa.array([], pa.binary())
-
-
-def _read_ipc_checked(table: TableDefinition, key: bytes, raw: bytes) -> pa.RecordBatch:
-    try:
-        return _read_ipc(raw)
-    except (*DECODE_ERRORS, pa.ArrowException) as exc:
-        raise damaged(BLOCKS, key, f"a block directory of {table.qualified_name}", exc) from None
 
 
 def _evaluate(

@@ -348,7 +348,7 @@ class Table:
 
         with self._store.transaction():
             locked = lock_table(self._store, self.database, self.name, validated=self.definition)
-            statblocks.build(self._store, locked, file_entries.iter_keyed_files(self._store, locked))
+            statblocks.build(self._store, locked, file_entries.entries(self._store, locked))
 
     def _seen(self) -> bool:
         """Whether the open transaction sees this handle's version of the table (what a kept listing is of)."""
