@@ -12,8 +12,10 @@ The readers (Parquet footers, Arrow tables) live in `sargable.parquet_stats`, wh
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from sargable.errors import StatisticsError
@@ -54,31 +56,38 @@ class ColumnStats:
     max_exact: bool = True
 
     def __post_init__(self) -> None:
-        _check_count("null_count", self.null_count)
-        _check_count("nan_count", self.nan_count)
-        for name in ("min_exact", "max_exact"):
-            if not isinstance(getattr(self, name), bool):
-                raise StatisticsError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if _is_nan(self.min) or _is_nan(self.max):
+        # Exact ints, bools and floats are checked inline (a listing builds one of these per column and file); any
+        # other value takes the general checks, which decide as they always did.
+        nulls, nans = self.null_count, self.nan_count
+        if nulls is not None and not (nulls.__class__ is int and nulls >= 0):
+            _check_count("null_count", nulls)
+        if nans is not None and not (nans.__class__ is int and nans >= 0):
+            _check_count("nan_count", nans)
+        if self.min_exact.__class__ is not bool or self.max_exact.__class__ is not bool:
+            for name in ("min_exact", "max_exact"):
+                if not isinstance(getattr(self, name), bool):
+                    raise StatisticsError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        low, high = self.min, self.max
+        if _is_nan(low) or _is_nan(high):
             raise StatisticsError("min and max exclude NaN; count NaN values in nan_count instead")
-        if self.min is not None and self.max is not None:
+        if low is not None and high is not None:
             try:
-                inverted = self.min > self.max
+                inverted = low > high
             except TypeError:
-                raise StatisticsError(
-                    f"min {self.min!r} and max {self.max!r} are not comparable values of one type"
-                ) from None
+                raise StatisticsError(f"min {low!r} and max {high!r} are not comparable values of one type") from None
             if inverted:
-                raise StatisticsError(f"min {self.min!r} is greater than max {self.max!r}")
-        if self.distinct is not None:
-            if isinstance(self.distinct, (str, bytes)) or not isinstance(self.distinct, Iterable):
-                raise StatisticsError(f"distinct must be a set of values, got {self.distinct!r}")
-            values = frozenset(self.distinct)
+                raise StatisticsError(f"min {low!r} is greater than max {high!r}")
+        distinct = self.distinct
+        if distinct is not None:
+            if isinstance(distinct, (str, bytes)) or not isinstance(distinct, Iterable):
+                raise StatisticsError(f"distinct must be a set of values, got {distinct!r}")
+            values = frozenset(distinct)
             if None in values:
                 raise StatisticsError("distinct holds the non-NULL values; count NULLs in null_count instead")
-            if any(_is_nan(v) for v in values):
+            if any(map(_is_nan, values)):
                 raise StatisticsError("distinct excludes NaN; count NaN values in nan_count instead")
-            object.__setattr__(self, "distinct", values)
+            if values is not distinct:
+                object.__setattr__(self, "distinct", values)
 
     @classmethod
     def from_values(cls, values: Iterable[Any], max_distinct: int = MAX_DISTINCT) -> ColumnStats:
@@ -132,9 +141,10 @@ class FileStats:
         _check_count("size_bytes", self.size_bytes)
         if self.size_bytes is None:
             raise StatisticsError(f"size_bytes of {self.path!r} must be known (0 if it doesn't matter)")
-        if not isinstance(self.columns, Mapping):
+        if self.columns.__class__ is not dict and not isinstance(self.columns, Mapping):
             raise StatisticsError(f"columns must map column names to ColumnStats, got {type(self.columns).__name__}")
-        if self.partition is not None and not isinstance(self.partition, Mapping):
+        partition = self.partition
+        if partition is not None and partition.__class__ is not dict and not isinstance(partition, Mapping):
             raise StatisticsError(f"partition must map partition keys to values, got {self.partition!r}")
         if self.layout is not None and (not isinstance(self.layout, str) or not self.layout):
             raise StatisticsError(f"layout must be a non-empty string or None, got {self.layout!r}")
@@ -169,19 +179,19 @@ def listed_files(
     if not len(paths) == len(row_counts) == len(sizes) == len(partitions):
         raise StatisticsError(f"{len(paths)} paths, {len(row_counts)} row counts, {len(sizes)} sizes, "
                               f"{len(partitions)} partitions")
-    new, set_path, set_rows, set_size = _new_file, _set_path, _set_rows, _set_size
-    set_columns, set_partition, set_layout = _set_columns, _set_partition, _set_layout
-    out = []
-    for path, rows, size, partition in zip(paths, row_counts, sizes, partitions):
-        file = new(FileStats)
-        set_path(file, path)
-        set_rows(file, rows)
-        set_size(file, size)
-        set_columns(file, {})
-        set_partition(file, partition)
-        set_layout(file, None)
-        out.append(file)
-    return out
+    count = len(paths)
+    files = list(map(_new_file, repeat(FileStats, count)))
+    # Each field set over all files by `map` (a loop in C, not a Python call per field and file), drained by deque.
+    for setter, values in (
+        (_set_path, paths),
+        (_set_rows, row_counts),
+        (_set_size, sizes),
+        (_set_columns, map(dict, repeat((), count))),
+        (_set_partition, partitions),
+        (_set_layout, repeat(None, count)),
+    ):
+        deque(map(setter, files, values), 0)
+    return files
 
 
 def partition_stats(value: Any, rows: int) -> ColumnStats:

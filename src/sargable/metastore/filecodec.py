@@ -215,37 +215,66 @@ def decode_file(
     data: bytes, table: TableDefinition, partition: dict[str, Any] | None = None, columns: Collection[str] | None = None
 ) -> FileStats:
     """A FileStats record from its stored bytes, with the statistics of `columns` only (None: of every column)."""
-    raw = json.loads(data)
-    path, rows, size = _header(raw)
-    types = _column_types(table)
-    decoded = {}
-    stored = raw.get("columns")
-    if not isinstance(stored, dict):
-        raise ValueError(f"the statistics of a file entry are a JSON object, got {stored!r}")
-    singles = _from_float(table) if table.widened else frozenset()
-    for name, entry in stored.items():
-        if columns is not None and name not in columns:
-            continue
-        decode = _value_decoder(types[name])
-        if not isinstance(entry, dict) or not entry.keys() <= _STATS_FIELDS:
-            raise ValueError(f"statistics of column {name!r} are not a map of known statistics: {entry!r}")
-        kwargs = dict(entry)
-        for key in _VALUE_FIELDS:
-            if kwargs.get(key) is not None:
-                kwargs[key] = decode(kwargs[key])
-        for key in _SET_FIELDS:
-            if key in kwargs:
-                kwargs[key] = frozenset(None if v is None else decode(v) for v in kwargs[key])
-        if singles and name.lower() in singles and types[name].name == "double":
-            kwargs = _single_bounds(kwargs)
-        decoded[name] = ColumnStats(**kwargs)
-    written = raw.get("v", 0)
-    if type(written) is not int:
-        raise ValueError(f"the version of a file entry is an integer, got {written!r}")
-    for name in _added_since(table, written):
-        if name not in decoded and (columns is None or name in columns):
-            decoded[name] = ColumnStats(null_count=rows, nan_count=0, distinct=frozenset())
-    layout = raw.get("layout")
-    if layout is not None and not isinstance(layout, str):
-        raise ValueError(f"the layout of a file entry is a string, got {layout!r}")
-    return FileStats(path=path, row_count=rows, size_bytes=size, columns=decoded, partition=partition, layout=layout)
+    return EntryReader(table).decode(data, partition, columns)
+
+
+class EntryReader:
+    """Decodes a table's stored file entries (`decode_file`), with what every entry needs worked out once per
+    listing, not per entry: each column's value decoder, the columns widened from float, those added since a
+    version."""
+
+    __slots__ = ("_added", "decoders", "singles", "table")
+
+    def __init__(self, table: TableDefinition) -> None:
+        self.table = table
+        types = _column_types(table)
+        self.decoders = {name: _value_decoder(dtype) for name, dtype in types.items()}
+        widened = _from_float(table) if table.widened else frozenset()
+        self.singles = frozenset(n for n, t in types.items() if n.lower() in widened and t.name == "double")
+        """The double columns whose statistics were written as a float's (`_single_bounds`)."""
+        self._added: dict[int, tuple[str, ...]] = {}
+
+    def added_since(self, version: int) -> tuple[str, ...]:
+        """`_added_since` of the table, by version (entries of one listing were written at few versions)."""
+        found = self._added.get(version)
+        if found is None:
+            found = self._added[version] = _added_since(self.table, version)
+        return found
+
+    def decode(self, data: bytes, partition: dict[str, Any] | None, columns: Collection[str] | None) -> FileStats:
+        """The FileStats of one stored entry (see `decode_file`)."""
+        raw = json.loads(data)
+        path, rows, size = _header(raw)
+        decoded = {}
+        stored = raw.get("columns")
+        if not isinstance(stored, dict):
+            raise ValueError(f"the statistics of a file entry are a JSON object, got {stored!r}")
+        decoders, singles = self.decoders, self.singles
+        for name, entry in stored.items():
+            if columns is not None and name not in columns:
+                continue
+            decode = decoders[name]
+            if not isinstance(entry, dict) or not entry.keys() <= _STATS_FIELDS:
+                raise ValueError(f"statistics of column {name!r} are not a map of known statistics: {entry!r}")
+            kwargs = dict(entry)
+            for key in _VALUE_FIELDS:
+                if kwargs.get(key) is not None:
+                    kwargs[key] = decode(kwargs[key])
+            for key in _SET_FIELDS:
+                if key in kwargs:
+                    kwargs[key] = frozenset(None if v is None else decode(v) for v in kwargs[key])
+            if singles and name in singles:
+                kwargs = _single_bounds(kwargs)
+            decoded[name] = ColumnStats(**kwargs)
+        written = raw.get("v", 0)
+        if type(written) is not int:
+            raise ValueError(f"the version of a file entry is an integer, got {written!r}")
+        for name in self.added_since(written):
+            if name not in decoded and (columns is None or name in columns):
+                decoded[name] = ColumnStats(null_count=rows, nan_count=0, distinct=frozenset())
+        layout = raw.get("layout")
+        if layout is not None and not isinstance(layout, str):
+            raise ValueError(f"the layout of a file entry is a string, got {layout!r}")
+        return FileStats(
+            path=path, row_count=rows, size_bytes=size, columns=decoded, partition=partition, layout=layout
+        )

@@ -14,7 +14,7 @@ from typing import Any
 from sargable import keys
 from sargable.errors import MetastoreError, PathError
 from sargable.metastore import blockstate
-from sargable.metastore.filecodec import decode_file, decode_header, decode_headers
+from sargable.metastore.filecodec import EntryReader, decode_file, decode_header, decode_headers
 from sargable.metastore.layout import layout_of, table_prefix
 from sargable.metastore.records import Partition, TableDefinition, TableStats
 from sargable.metastore.schema import DECODE_ERRORS, FILE_PATHS, FILES, damaged, keeps_blocks, key_range
@@ -37,8 +37,18 @@ def file_key(table: TableDefinition, values: tuple[Any, ...], path: str) -> byte
 
 def file_range(table: TableDefinition, values: tuple[Any, ...]) -> tuple[bytes, bytes | None]:
     """The keys of one partition's file entries."""
-    types = [*(t for _, t in table.partition_keys), STRING]
-    return keys.prefixed_range(table_prefix(table.table_id), *keys.prefix_range(list(values), types))
+    return file_ranges(table, [values])[0]
+
+
+def file_ranges(table: TableDefinition, partitions: Iterable[Sequence[Any]]) -> list[tuple[bytes, bytes | None]]:
+    """`file_range` of each partition's values, the table's key layout looked up once."""
+    layout = layout_of(table)
+    encode, prefix = layout.file_codec.encode, layout.prefix
+    out = []
+    for values in partitions:
+        encoded = encode(list(values))
+        out.append(keys.prefixed_range(prefix, encoded, keys.prefix_end(encoded)))
+    return out
 
 
 def path_key(table: TableDefinition, path: str) -> bytes:
@@ -107,9 +117,13 @@ def iter_files(
     decoded, only = check_stats(stats)
     layout = layout_of(table)
     if partitions is None:
-        blocks: Iterator[RowBlock] = iter(store.scan_blocks(FILES, *key_range(layout.prefix)))
+        start, stop = key_range(layout.prefix)
+        if store.blocks_of_long_values:
+            blocks: Iterator[RowBlock] = iter(store.scan_blocks(FILES, start, stop))
+        else:
+            blocks = map(RowBlock.of_rows, store.scan_pages(FILES, start, stop))
     else:
-        ranges = sorted({file_range(table, tuple(p.values)) for p in partitions}, key=lambda r: r[0])
+        ranges = sorted(set(file_ranges(table, (p.values for p in partitions))), key=lambda r: r[0])
         rows = store.scan_ranges(FILES, ranges)
         blocks = map(RowBlock.of_rows, iter(lambda: list(islice(rows, MAX_PAGE)), []))
     for block in blocks:
@@ -126,8 +140,8 @@ def block_files(
     try:
         specs = _partition_specs(table, block)
         if decoded:
-            values = block.value_list()
-            return [decode_file(value, table, spec, only) for value, spec in zip(values, specs, strict=True)]
+            decode = EntryReader(table).decode
+            return [decode(value, spec, only) for value, spec in zip(block.value_list(), specs, strict=True)]
         return listed_files(*decode_headers(block.values, block.value_lengths), specs)
     except DECODE_ERRORS as exc:
         raise _damaged_entry(table, block, decoded, only, exc) from None

@@ -99,6 +99,7 @@ class PostgresStore(SQLStore):
     """A store in a PostgreSQL database (`postgresql://user[:password]@host[:port]/db[?schema=name]`)."""
 
     backend = "postgresql"
+    blocks_of_long_values = False
 
     def __init__(self, url: str) -> None:
         super().__init__(redact(url))
