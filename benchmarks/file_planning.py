@@ -66,7 +66,6 @@ ROOT = Path(__file__).resolve().parent.parent
 COUNTRIES = ("BR", "DE", "FR", "IN", "JP", "US")
 SARGABLE_BATCH = 20_000
 ICEBERG_BATCH = 100_000
-STATS_BATCH = 100_000
 MIN_PEER_RUNS = 3
 SQLITE, PG = "sargable sqlite", "sargable pg"
 LOADED, PER_QUERY = "pyiceberg (loaded)", "pyiceberg (load per query)"
@@ -119,6 +118,7 @@ def ranks(size: int, order: str) -> list[int]:
 
 
 def queries(layout: Layout) -> list[Query]:
+    """Issue 29's queries: a day a third into the table, and a user id inside the file just past the middle."""
     size = layout.size
     d1 = partition_of(size // 3)[0]
     first = (d1 - partition_of(0)[0]).days * 24
@@ -150,6 +150,7 @@ def file_table(layout: Layout, i: int) -> pa.Table:
 
 
 def footer_stats(layout: Layout, i: int) -> sg.FileStats:
+    """The statistics in written file `i`'s footer."""
     d, h = partition_of(i)
     return sg.stats_from_parquet(layout.path(i), SCHEMA, partition={"ds": d, "hr": h})
 
