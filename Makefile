@@ -77,9 +77,11 @@ BENCH_IMG ?= docs/img
 ifeq ($(BENCH_SCALE),full)
 BENCH_PF := bash scripts/postgres.sh run -- $(PY) benchmarks/partition_filter.py --sizes 10000,100000,1000000
 BENCH_SKIP_ARGS := --sample 100000
+BENCH_FILES := --sizes 20000,100000,1000000 --peer-budget 60
 else
 BENCH_PF := $(PY) benchmarks/partition_filter.py --sizes 10000,100000 --peers brute,pyiceberg,deltalake --postgres none
 BENCH_SKIP_ARGS := --sample 20000
+BENCH_FILES := --sizes 20000 --postgres none
 endif
 bench: $(VENV)/.installed-bench
 	@mkdir -p $(BENCH_OUT)
@@ -89,6 +91,8 @@ bench: $(VENV)/.installed-bench
 	set -o pipefail; $(PY) benchmarks/skipping.py $(BENCH_SKIP_ARGS) --json $(BENCH_OUT)/skipping.json \
 	  | tee $(BENCH_OUT)/skipping.txt
 	set -o pipefail; $(BENCH_PF) --json $(BENCH_OUT)/partition_filter.json | tee $(BENCH_OUT)/partition_filter.txt
+	set -o pipefail; $(PY) benchmarks/file_planning.py $(BENCH_FILES) --json $(BENCH_OUT)/file_planning.json \
+	  | tee $(BENCH_OUT)/file_planning.txt
 ifeq ($(BENCH_SCALE),full)
 	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/store.py | tee $(BENCH_OUT)/store.txt
 	set -o pipefail; $(PY) benchmarks/spark_scan.py --partitions 20000 --repeat 3 | tee $(BENCH_OUT)/spark_scan.txt

@@ -1,13 +1,15 @@
 """PNG plots of the benchmark results for docs/benchmarks.md: planning latency vs partition count, full and
 unselective partition listings, files read per TPC-DS query, data-skipping tightness and speed, the Hive metastore
 API (Hive's own vs `sargable serve`, warm and cold, and Spark SQL end to end through each), files read per filter
-before and after `sgs.optimize`, selective reads on S3, reading without Spark against PyIceberg and deltalake.
+before and after `sgs.optimize`, selective reads on S3, reading without Spark against PyIceberg and deltalake,
+planning over many files against PyIceberg (issue 29).
 
     .venv/bin/python benchmarks/plots.py [--results benchmarks/results] [--out docs/img]
 
 Reads the JSON files the benchmarks write with `--json` (`make bench` runs them): `partition_filter.json` (latency
 and listings), `tpcds.json`, `skipping.json`, `hms.json`, `hms-cold.json`, `hms-e2e.json`, `optimize.json`,
-`s3.json` and `readers.json`. A plot whose results file is missing is skipped with a message, never drawn from
+`s3.json`, `readers.json` and `file_planning.json` (with `file_planning_before.json`). A plot whose results file is
+missing is skipped with a message, never drawn from
 invented figures. Needs matplotlib (the bench extra); draws with the Agg backend, so no display is needed.
 """
 
@@ -649,6 +651,93 @@ def plot_readers(data: dict[str, Any], out: Path) -> Path | None:
     return path
 
 
+# ------------------------------------------------------------------------------------------ planning over many files
+
+FILE_PLANNING_STYLES = {
+    "sargable sqlite": ("#1f6feb", "o", "-", "sargable (SQLite), open + plan"),
+    "sargable pg": ("#6f42c1", "s", "-", "sargable (PostgreSQL), open + plan"),
+    "pyiceberg (loaded)": ("#16a34a", "v", "-", "pyiceberg, table loaded once"),
+    "pyiceberg (load per query)": ("#16a34a", "^", ":", "pyiceberg, table loaded per query"),
+}
+
+
+def _file_planning_cells(data: dict[str, Any]) -> dict[tuple[str, str, int], float]:
+    """(system, filter, files) -> median ms of the runs with user_id clustered."""
+    return {
+        (c["system"], c["filter"], r["size"]): c["ms"]
+        for r in data["results"]
+        if r["order"] == "clustered"
+        for c in r["cells"]
+    }
+
+
+def plot_file_planning(data: dict[str, Any], out: Path, before: dict[str, Any] | None = None) -> Path:
+    """Log-log planning time vs files, one panel per query, sargable against PyIceberg (issue 29); the run of
+    `before` (file_planning_before.json: the code before the change) dashed when there is one."""
+    cells = _file_planning_cells(data)
+    old = _file_planning_cells(before) if before else {}
+    names = list(dict.fromkeys(name for _, name, _ in cells))
+    sizes = sorted({size for _, _, size in cells})
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4.8), sharex=True, squeeze=False)
+    for ax, name in zip(axes.flat, names, strict=True):
+        if old:
+            points = sorted((size, ms) for (system, n, size), ms in old.items() if (system, n) == (SARGABLE, name))
+            ax.plot(*zip(*points, strict=True), color="#93c5fd", marker="o", linestyle="--", label="sargable before")
+        for system, (color, marker, style, label) in FILE_PLANNING_STYLES.items():
+            points = sorted((size, ms) for (s, n, size), ms in cells.items() if (s, n) == (system, name))
+            if points:
+                strong = system.startswith("sargable")
+                ax.plot(
+                    *zip(*points, strict=True),
+                    color=color,
+                    marker=marker,
+                    linestyle=style,
+                    label=label,
+                    linewidth=2.6 if strong else 1.4,
+                )
+        for size in sizes:
+            own = cells.get((SARGABLE, name, size))
+            peers = [cells[(p, name, size)] for p in ("pyiceberg (loaded)", "pyiceberg (load per query)")
+                     if (p, name, size) in cells]
+            if own and peers:
+                ratio = min(peers) / own
+                ax.annotate(
+                    _ratio_text(ratio),
+                    (size, own),
+                    textcoords="offset points",
+                    xytext=(0, -16),
+                    ha="center",
+                    fontsize=10,
+                    fontweight="bold",
+                    color="#1f6feb" if ratio >= 1 else "#b91c1c",
+                )
+        ax.set_title(name, fontsize=11)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+        ax.minorticks_off()
+        ax.grid(True, which="major", alpha=0.3)
+        ax.margins(x=0.15, y=0.25)
+        ax.set_xlabel("files (log)")
+    axes[0, 0].set_ylabel("open + plan, ms (log)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.93), ncol=len(labels), frameon=False)
+    fig.suptitle(
+        "Planning over many files, one per partition, vs PyIceberg (labels: speed-up over the faster PyIceberg)",
+        y=0.99,
+        fontsize=13,
+    )
+    footer = f"{data.get('command', '')}   commit {data.get('commit', '?')}"
+    if before:
+        footer += f";  before: commit {before.get('commit', '?')}"
+    _footer(fig, footer)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.88))
+    path = out / "file_planning.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -670,13 +759,17 @@ def main(argv: list[str] | None = None) -> int:
         ("optimize.json", plot_optimize),
         ("s3.json", plot_s3),
         ("readers.json", plot_readers),
+        ("file_planning.json", plot_file_planning),
     ]
     for name, plot in plots:
         data = _load(results / name)
         if data is None:
             print(f"skipped {plot.__name__}: no {results / name} (run the benchmark with --json)", file=sys.stderr)
             continue
-        path = plot(data, out)
+        if plot is plot_file_planning:
+            path = plot(data, out, _load(results / "file_planning_before.json"))
+        else:
+            path = plot(data, out)
         if path is None:
             print(f"skipped {plot.__name__}: {results / name} holds nothing it draws", file=sys.stderr)
             continue

@@ -58,6 +58,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+import iceberg_peer
 import sargable as sg
 
 DAY0 = dt.date(2024, 1, 1)
@@ -203,55 +204,28 @@ def build_sargable(root: Path, data: Path, files: list[tuple[str, dt.date, int, 
     return ms
 
 
-def build_iceberg(root: Path, data: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
+def build_iceberg(root: Path, files: list[tuple[str, dt.date, int, int, int]]) -> Any:
     from pyiceberg.conversions import to_bytes
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.partitioning import PartitionField, PartitionSpec
-    from pyiceberg.schema import Schema
-    from pyiceberg.table.name_mapping import create_mapping_from_schema
-    from pyiceberg.transforms import IdentityTransform
-    from pyiceberg.typedef import Record
-    from pyiceberg.types import DateType, DoubleType, IntegerType, LongType, NestedField, StringType
+    from pyiceberg.types import LongType
 
     shutil.rmtree(root / "iceberg", ignore_errors=True)  # a build cut short before
-    (root / "iceberg").mkdir()
-    catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/iceberg/catalog.db", warehouse=f"file://{root}/iceberg")
-    catalog.create_namespace("bench")
-    schema = Schema(
-        NestedField(1, "user_id", LongType(), required=False),
-        NestedField(2, "amount", DoubleType(), required=False),
-        NestedField(3, "country", StringType(), required=False),
-        NestedField(4, "ds", DateType(), required=False),
-        NestedField(5, "hr", IntegerType(), required=False),
-    )
-    spec = PartitionSpec(
-        PartitionField(4, 1000, IdentityTransform(), "ds"), PartitionField(5, 1001, IdentityTransform(), "hr")
-    )
-    mapping = create_mapping_from_schema(schema).model_dump_json()
-    table = catalog.create_table(
-        "bench.events", schema=schema, partition_spec=spec, properties={"schema.name-mapping.default": mapping}
-    )
-    epoch = dt.date(1970, 1, 1)
+    catalog, table = iceberg_peer.create_table(root / "iceberg", "events", SCHEMA, KEYS)
     rows = sg.stats_from_parquet(files[0][0]).row_count
-    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
-        for path, d, h, low, high in files:
-            append.append_data_file(
-                DataFile.from_args(
-                    content=DataFileContent.DATA,
-                    file_path=path,
-                    file_format=FileFormat.PARQUET,
-                    partition=Record((d - epoch).days, h),
-                    record_count=rows,
-                    file_size_in_bytes=os.path.getsize(path),
-                    lower_bounds={1: to_bytes(LongType(), low)},
-                    upper_bounds={1: to_bytes(LongType(), high)},
-                    sort_order_id=None,
-                    spec_id=table.metadata.default_spec_id,
-                    equality_ids=None,
-                    key_metadata=None,
-                )
+    iceberg_peer.fast_append(
+        table,
+        (
+            iceberg_peer.data_file(
+                table,
+                path,
+                (d, h),
+                rows,
+                os.path.getsize(path),
+                lower={1: to_bytes(LongType(), low)},
+                upper={1: to_bytes(LongType(), high)},
             )
+            for path, d, h, low, high in files
+        ),
+    )
     return catalog.load_table("bench.events")
 
 
@@ -352,7 +326,7 @@ def build(
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("files", lambda: write_files(files, rows)),
         ("sargable", lambda: build_sargable(root, data, files)),
-        ("pyiceberg", lambda: build_iceberg(home, data, files)),
+        ("pyiceberg", lambda: build_iceberg(home, files)),
         ("deltalake", lambda: build_delta(home, data, files)),
     ]
     built: dict[str, Any] = {}
@@ -371,9 +345,7 @@ def build(
             marker.touch()
         print(f"built {name} in {built[name][1]} s", file=sys.stderr)
     if "pyiceberg" in systems and built["pyiceberg"][0] is None:
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        catalog = SqlCatalog("bench", uri=f"sqlite:///{home}/iceberg/catalog.db", warehouse=f"file://{home}/iceberg")
+        catalog = iceberg_peer.open_catalog(home / "iceberg")
         built["pyiceberg"] = (catalog.load_table("bench.events"), None)
     if "deltalake" in systems and built["deltalake"][0] is None:
         from deltalake import DeltaTable
