@@ -49,7 +49,7 @@ from sargable.metastore.filecodec import decode_file
 from sargable.metastore.records import TableDefinition
 from sargable.metastore.schema import BLOCKS, DECODE_ERRORS, FILES, damaged, key_range
 from sargable.skipping import FileStatsTable
-from sargable.skipping.table import STAT_FIELDS, arrow_type, stats_struct_type
+from sargable.skipping.table import STAT_FIELDS, arrow_type, stats_struct_array, stats_struct_type
 from sargable.stats import UNKNOWN, ColumnStats, FileStats
 from sargable.store import Store
 from sargable.types import DataType, with_struct_leaves
@@ -87,27 +87,13 @@ def _read_ipc(raw: bytes) -> pa.RecordBatch:
 
 def _rows(files: Sequence[tuple[bytes, FileStats]], name: str, dtype: DataType, version: int) -> pa.RecordBatch:
     """One column's block rows of these files (StatisticsError when a statistic has no Arrow form)."""
-    stats_type = stats_struct_type(dtype)
-    per_file = [f.columns.get(name, UNKNOWN) for _, f in files]
-    values: dict[str, list[Any]] = {
-        "min": [s.min for s in per_file],
-        "max": [s.max for s in per_file],
-        "null_count": [s.null_count for s in per_file],
-        "nan_count": [s.nan_count for s in per_file],
-        "min_exact": [s.min_exact for s in per_file],
-        "max_exact": [s.max_exact for s in per_file],
-        "distinct": [None if s.distinct is None else list(s.distinct) for s in per_file],
-    }
-    try:
-        arrays = [pa.array(values[field.name], field.type) for field in stats_type]
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
-        raise StatisticsError(f"statistics of column {name!r} have no Arrow form: {exc}") from None
+    stats = stats_struct_array([f.columns.get(name, UNKNOWN) for _, f in files], dtype, name, every_field=True)
     return pa.RecordBatch.from_arrays(
         [
             pa.array([k for k, _ in files], pa.binary()),
             pa.array([version] * len(files), pa.int64()),
             pa.array([f.row_count for _, f in files], pa.int64()),
-            pa.StructArray.from_arrays(arrays, fields=list(stats_type)),
+            stats,
         ],
         names=["key", "version", "row_count", "stats"],
     )

@@ -170,7 +170,7 @@ class FileStatsTable:
             if all(s == UNKNOWN for s in per_file):
                 continue
             names.append(name)
-            arrays.append(_struct_of(per_file, dtype, name))
+            arrays.append(stats_struct_array(per_file, dtype, name))
         columns = (
             pa.StructArray.from_arrays(arrays, names=names)
             if arrays
@@ -249,7 +249,12 @@ class FileStatsTable:
         return FileStats(row["path"], row["row_count"], row.get("size_bytes") or 0, columns)
 
 
-def _struct_of(per_file: list[ColumnStats], dtype: DataType, name: str) -> pa.StructArray:
+def stats_struct_array(
+    per_file: Sequence[ColumnStats], dtype: DataType, name: str, *, every_field: bool = False
+) -> pa.StructArray:
+    """One column's statistics of many files in the `stats_struct_type` layout; fields no file has (all unknown, or
+    all exact) are left out unless `every_field` (batches that must share one schema). A statistic that is not a
+    value of `dtype` is a StatisticsError."""
     struct_type = stats_struct_type(dtype)
     values = {
         "min": [s.min for s in per_file],
@@ -263,7 +268,7 @@ def _struct_of(per_file: list[ColumnStats], dtype: DataType, name: str) -> pa.St
     arrays, fields = [], []
     for field in struct_type:
         default = True if field.name.endswith("_exact") else None
-        if all(v is default for v in values[field.name]):
+        if not every_field and all(v is default for v in values[field.name]):
             continue
         try:
             arrays.append(pa.array(values[field.name], field.type))
