@@ -1,7 +1,8 @@
-"""A table version's loaded partitions (`sargable.metastore.loaded`): kept once a scan lists the whole table, they
-answer partition filters and scans with no store read of partitions, indexes or files, exactly as the store does
-(random partition sets over every partition-key type, NULLs included, with and without secondary indexes, random
-filters checked against the store path and against brute force), and only for their version."""
+"""A table version's loaded partitions (`sargable.metastore.loaded`): loaded by the first partition filter after a scan
+lists the whole table (the whole scan alone loads nothing), they answer partition filters and scans with no store
+read of partitions, indexes or files, exactly as the store does (random partition sets over every partition-key type,
+NULLs included, with and without secondary indexes, random filters checked against the store path and against brute
+force), and only for their version."""
 
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def _check(ms: Metastore, data, monkeypatch: pytest.MonkeyPatch) -> None:
     stored_partitions = table.partitions(filter)
     stored_scan = table.scan(where)
     stored_files = table.files(stored_partitions)
-    table.scan()  # the whole listing: the version's partitions are loaded with it
+    table.scan()  # the whole listing: the version's next partition filter loads its partitions
+    table.partitions(filter)
     with monkeypatch.context() as patch:
         calls = _counting_store(ms, patch)
         loaded_partitions = table.partitions(filter)
@@ -172,7 +174,11 @@ def test_loaded_partitions_answer_only_for_their_version(metastore: Metastore, m
         calls = _counting_store(metastore, patch)
         new.scan("hr = 3")
     assert [c for c in calls if c[1] in (PARTITIONS, INDEXES)], "Table.files() loads no partitions"
-    assert len(new.scan().files) == 13  # a scan lists the whole table (no statistics): kept, and loads
+    assert len(new.scan().files) == 13  # a scan lists the whole table (no statistics): kept, and wants a load
+    with monkeypatch.context() as patch:
+        calls = _counting_store(metastore, patch)
+        new.scan("hr = 3")
+    assert [c for c in calls if c[1] == PARTITIONS], "the first partition filter after it loads the partitions"
     with monkeypatch.context() as patch:
         calls = _counting_store(metastore, patch)
         scan = new.scan("hr = 3")
@@ -217,3 +223,13 @@ def test_a_filter_binds_once_per_table_version_columns(metastore: Metastore) -> 
         table.scan("amount > 1")
     wider = table.add_columns([("amount", "double")])
     assert wider.scan("amount > 1").residual is not None
+
+
+def test_a_whole_scan_alone_loads_no_partitions(metastore: Metastore, monkeypatch) -> None:
+    """A one-off scan of the whole table (open, scan, close) pays nothing for later partition filters."""
+    _events(metastore)
+    table = metastore.table("db.events")
+    with monkeypatch.context() as patch:
+        calls = _counting_store(metastore, patch)
+        assert len(table.scan().files) == 12
+    assert not [c for c in calls if c[1] in (PARTITIONS, INDEXES)], "no partition read by a whole scan"

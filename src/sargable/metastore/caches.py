@@ -35,6 +35,8 @@ LOADED_PARTITIONS_MAX = 100_000
 """Partitions kept per metastore in loaded table versions."""
 BOUND_MAX = 256
 """Bound filters kept per metastore."""
+WANTED_MAX = 64
+"""Table versions listed whole and waiting to be loaded by their next partition filter, per metastore."""
 
 
 class LRU(Generic[K, V]):
@@ -55,6 +57,9 @@ class LRU(Generic[K, V]):
         self._entries.move_to_end(key)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
+
+    def pop(self, key: K) -> V | None:
+        return self._entries.pop(key, None)
 
     def clear(self) -> None:
         self._entries.clear()
@@ -156,6 +161,15 @@ class Loaded:
         self.max_partitions = LOADED_PARTITIONS_MAX if max_partitions is None else max_partitions
         self._entries: OrderedDict[tuple[int, int], LoadedPartitions] = OrderedDict()
         self._partitions = 0
+        self._wanted: LRU[tuple[int, int], bool] = LRU(WANTED_MAX)
+
+    def want(self, key: tuple[int, int]) -> None:
+        """Say a version was listed whole (a scan with no partition filter): its next partition filter loads it."""
+        self._wanted.put(key, True)
+
+    def take_wanted(self, key: tuple[int, int]) -> bool:
+        """Whether a version was listed whole and not loaded since (then it no longer is: one load per listing)."""
+        return self._wanted.pop(key) is not None
 
     def get(self, key: tuple[int, int]) -> LoadedPartitions | None:
         found = self._entries.get(key)
@@ -178,6 +192,7 @@ class Loaded:
     def clear(self) -> None:
         self._entries.clear()
         self._partitions = 0
+        self._wanted.clear()
 
 
 class Caches:

@@ -6,7 +6,8 @@ index the index keys of those partitions (in index key order) with their partiti
 `FilterPlans.ranges`) is two bisections, each Get one, and a range's key filter is the store path's compiled byte
 test (`plan.keyfilter.compile_key_filter`) on the same key bytes. So the answer is the store's by construction, at the
 price of a key list per version. The metastore keeps one (`Caches.partitions`, by table id and version, which
-every change bumps) when a scan lists the version's whole table.
+every change bumps), loaded by the first partition filter after a scan listed the version's whole table (so a one-off
+whole scan does not pay for it).
 """
 
 from __future__ import annotations

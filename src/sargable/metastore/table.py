@@ -417,8 +417,13 @@ class Table:
                 kept.put(key, loaded.load(self._store, self.definition))
 
     def _loaded(self) -> LoadedPartitions | None:
-        """This version's partitions, when they are kept and the open transaction sees this version."""
-        kept = self._caches.partitions.get((self.table_id, self.version))
+        """This version's partitions, when they are kept (or loaded now: the version was listed whole since its last
+        load) and the open transaction sees this version."""
+        key = (self.table_id, self.version)
+        kept = self._caches.partitions.get(key)
+        if kept is None and self._caches.partitions.take_wanted(key) and self._seen():
+            self._load()
+            kept = self._caches.partitions.get(key)
         return kept if kept is not None and self._seen() else None
 
     def _seen(self) -> bool:
@@ -649,9 +654,9 @@ class Table:
         files, the filter's exact / inclusive / residual parts and a report (see `sargable.scan`), from one snapshot.
 
         `columns` are checked against the schema; `notes` go into the report; `ignore_stats` names columns whose file
-        statistics must not be used. A scan that lists the whole table (no partition filter) loads the version's
-        partitions (`sargable.metastore.loaded`): later partition filters and scans of that version answer from
-        memory.
+        statistics must not be used. After a scan that lists the whole table (no partition filter), the version's next
+        partition filter loads its partitions (`sargable.metastore.loaded`): later partition filters and scans of that
+        version answer from memory (a one-off whole scan pays nothing for it).
         """
         with self._reading():
             table = self._in_this_snapshot()
@@ -665,7 +670,7 @@ class Table:
                 ignore_stats=ignore_stats,
             )
             if scan.partitions is None and table.partition_keys:
-                table._load()
+                self._caches.partitions.want((table.table_id, table.version))
             return scan
 
 
