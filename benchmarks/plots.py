@@ -48,6 +48,16 @@ def _load(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text())
 
 
+
+def _log_log(ax: Any, sizes: list[int], y_margin: float) -> None:
+    """Both axes logarithmic, a tick at each size (with thousands separators), major grid lines."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+    ax.minorticks_off()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.margins(x=0.15, y=y_margin)
+
 def _ratio_text(ratio: float) -> str:
     return f"{ratio:,.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
 
@@ -104,12 +114,7 @@ def plot_partition_filter(data: dict[str, Any], out: Path) -> Path:
         returned = by_size[sizes[-1]]["expected"].get(name)
         selective = returned is not None and returned <= 0.15 * sizes[-1]
         ax.set_title(f"{name}" + ("" if selective else "  (not selective)"), fontsize=11)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
-        ax.minorticks_off()
-        ax.grid(True, which="major", alpha=0.3)
-        ax.margins(x=0.15, y=0.25)
+        _log_log(ax, sizes, 0.25)
     for ax in axes.flat[len(filters) :]:
         ax.axis("off")
     for ax in axes[:, 0]:
@@ -338,12 +343,7 @@ def _hms_panel(ax: Any, series: dict[tuple[str, str], dict[int, float]], title: 
                     color="#1f6feb" if ratio >= 10 else "#b91c1c",
                 )
     ax.set_title(title, fontsize=10)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
-    ax.minorticks_off()
-    ax.grid(True, which="major", alpha=0.3)
-    ax.margins(x=0.15, y=0.3)
+    _log_log(ax, sizes, 0.3)
     ax.set_ylabel(unit)
 
 
@@ -712,12 +712,7 @@ def plot_file_planning(data: dict[str, Any], out: Path, before: dict[str, Any] |
                     color="#1f6feb" if ratio >= 1 else "#b91c1c",
                 )
         ax.set_title(name, fontsize=11)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
-        ax.minorticks_off()
-        ax.grid(True, which="major", alpha=0.3)
-        ax.margins(x=0.15, y=0.25)
+        _log_log(ax, sizes, 0.25)
         ax.set_xlabel("files (log)")
     axes[0, 0].set_ylabel("open + plan, ms (log)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
