@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: demo cluster-demo test lint fuzz soak bench clean
+.PHONY: demo cluster-demo test lint fuzz soak bench bench-hms clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,25 @@ ifeq ($(BENCH_SCALE),full)
 	set -o pipefail; $(PY) benchmarks/readers.py --partitions 20000 100000 --min-rounds 2 \
 	  --json $(BENCH_OUT)/readers.json | tee $(BENCH_OUT)/readers.txt
 endif
+	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
+
+# The Hive metastore benchmarks of issue 32 in one command (hours; Hive's metastore from the pyspark jars on
+# PostgreSQL, whose JDBC driver jar HMS_JDBC_JAR names): the API side by side with readers under ingest, the cold calls
+# interleaved up to 1,000,000 partitions (Hive's loaded by SQL and checked), and Spark SQL end to end at 100,000 and
+# 1,000,000 partitions; then the plots.
+HMS_JDBC_JAR ?=
+bench-hms: $(VENV)/.installed-bench
+	@test -n "$(HMS_JDBC_JAR)" || { echo "make bench-hms needs HMS_JDBC_JAR=PATH/postgresql-<version>.jar"; exit 2; }
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms.py --spark-repeat 3 --ingest 60 \
+	  --jdbc-jar $(HMS_JDBC_JAR) --json $(BENCH_OUT)/hms.json | tee $(BENCH_OUT)/hms.txt
+	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms_cold.py --sizes 10000,100000,1000000 \
+	  --repeat 7 --hive-heap 2g --jdbc-jar $(HMS_JDBC_JAR) --json $(BENCH_OUT)/hms-cold.json | tee $(BENCH_OUT)/hms-cold.txt
+	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms_e2e.py --sizes 100000 --rounds 2 --repeat 2 \
+	  --jdbc-jar $(HMS_JDBC_JAR) --json $(BENCH_OUT)/hms-e2e.json | tee $(BENCH_OUT)/hms-e2e.txt
+	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms_e2e.py --sizes 1000000 --rounds 1 --repeat 2 \
+	  --leave-out star,hr --hive-heap 4g --driver-memory 3g --jdbc-jar $(HMS_JDBC_JAR) \
+	  --json $(BENCH_OUT)/hms-e2e-1m.json | tee $(BENCH_OUT)/hms-e2e-1m.txt
 	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
 
 clean:
