@@ -375,7 +375,9 @@ def cmd_stats_blocks(args: argparse.Namespace, console: Console) -> None:
         table = ms.table(db, name)
         if args.build:
             started = time.perf_counter()
-            table.build_stats_blocks()
+            with _progress() as progress:  # one transaction with no steps to count: a spinner and the time taken
+                progress.add_task(f"building the statistics blocks of {db}.{name}", total=None)
+                table.build_stats_blocks()
             built = time.perf_counter() - started
         state = table.stats_blocks()
     row: dict[str, Any] = {"table": f"{db}.{name}", "blocks": state is not None, **(state or {})}
