@@ -30,6 +30,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from sargable.expr.bind import bind
+from sargable.expr.like import prefix_successor
 from sargable.expr.nodes import (
     COMPARISON_OPS,
     FALSE,
@@ -50,6 +51,7 @@ from sargable.expr.nodes import (
     Regex,
     lit,
 )
+from sargable.stats import ColumnStats
 from sargable.types import INTEGER_RANGES, DataType, convert, float32, parse_type
 
 Schema = list[tuple[str, str]]
@@ -461,3 +463,37 @@ def predicates(
     if bound:
         return tree.map(lambda e: bind(e, schema))
     return tree
+
+
+STAT_MODES = (
+    "exact",
+    "exact",
+    "no_distinct",
+    "no_distinct",
+    "unknown_bounds",
+    "unknown_counts",
+    "truncated",
+    "missing",
+)
+"""How `degraded_stats` may leave a file's statistics (exact ones weighted up)."""
+
+
+def degraded_stats(stats: ColumnStats, mode: str, string: bool, cut: int) -> ColumnStats | None:
+    """Statistics as a writer might leave them: without value set, partly unknown, truncated or missing."""
+    if mode == "exact":
+        return stats
+    if mode == "missing":
+        return None
+    if mode == "no_distinct":
+        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count)
+    if mode == "unknown_bounds":
+        return ColumnStats(null_count=stats.null_count, nan_count=stats.nan_count)
+    if mode == "unknown_counts":
+        return ColumnStats(stats.min, stats.max)
+    if not string or stats.min is None:
+        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count, min_exact=False)
+    high = stats.max[:cut]
+    if cut % 2 and prefix_successor(high) is not None:
+        high = prefix_successor(high)
+    low = stats.min[:cut]
+    return ColumnStats(low, max(high, low), stats.null_count, stats.nan_count, min_exact=False, max_exact=False)

@@ -21,14 +21,13 @@ import sargable as sg
 import skipping_oracle
 from sargable.errors import PushdownError, SargableError, StatisticsError
 from sargable.expr.evaluate import evaluate
-from sargable.expr.like import prefix_successor
 from sargable.expr.nodes import FALSE, TRUE, Column, Comparison, Expr, Not, Or, and_, col, lit, or_
 from sargable.skipping import FileStatsTable, Truth, TruthValue, file_truth, may_match, select_files, truth_value
 from sargable.skipping.leaves import compile_predicate
 from sargable.skipping.table import arrow_type
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import parse_type
-from strategies import ALL_TYPES, pools_of, predicates, schemas, tables
+from strategies import ALL_TYPES, STAT_MODES, degraded_stats, pools_of, predicates, schemas, tables
 
 TIGHTNESS: Counter[str] = Counter()
 """Files without a matching row seen by the soundness properties, and how many of them were skipped."""
@@ -59,37 +58,6 @@ def _report_tightness(request: pytest.FixtureRequest) -> Any:
 
 # -- generated files ---------------------------------------------------------------------------------------------------
 
-STAT_MODES = (
-    "exact",
-    "exact",
-    "no_distinct",
-    "no_distinct",
-    "unknown_bounds",
-    "unknown_counts",
-    "truncated",
-    "missing",
-)
-
-
-def _degrade(stats: ColumnStats, mode: str, string: bool, cut: int) -> ColumnStats | None:
-    """Statistics as a writer might leave them: without value set, partly unknown, truncated or missing."""
-    if mode == "exact":
-        return stats
-    if mode == "missing":
-        return None
-    if mode == "no_distinct":
-        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count)
-    if mode == "unknown_bounds":
-        return ColumnStats(null_count=stats.null_count, nan_count=stats.nan_count)
-    if mode == "unknown_counts":
-        return ColumnStats(stats.min, stats.max)
-    if not string or stats.min is None:
-        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count, min_exact=False)
-    high = stats.max[:cut]
-    if cut % 2 and prefix_successor(high) is not None:
-        high = prefix_successor(high)
-    low = stats.min[:cut]
-    return ColumnStats(low, max(high, low), stats.null_count, stats.nan_count, min_exact=False, max_exact=False)
 
 
 @st.composite
@@ -108,7 +76,7 @@ def files_of(draw: st.DrawFn, schema: list[tuple[str, str]], rows_per_file: int 
                 partition[name] = values[0]
                 continue
             mode = draw(st.sampled_from(STAT_MODES))
-            degraded = _degrade(exact, mode, parse_type(type_text).is_string, draw(st.integers(0, 3)))
+            degraded = degraded_stats(exact, mode, parse_type(type_text).is_string, draw(st.integers(0, 3)))
             if degraded is not None:
                 columns[name] = degraded
         file = FileStats(f"f{index}", len(rows), 100, columns, partition or None)

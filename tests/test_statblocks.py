@@ -27,13 +27,12 @@ import sargable as sg
 from sargable import scan as scan_module
 from sargable.expr import bind_filter
 from sargable.expr.evaluate import evaluate
-from sargable.expr.like import prefix_successor
 from sargable.metastore import blockstate, statblocks
 from sargable.metastore.layout import table_prefix
 from sargable.metastore.schema import BLOCKS, CATALOG, SCHEMA_KEY, blocks_state_key, key_range
 from sargable.stats import ColumnStats, FileStats
 from sargable.types import float32, parse_type
-from strategies import pools_of, predicates, tables
+from strategies import STAT_MODES, degraded_stats, pools_of, predicates, tables
 
 SCALE = float(os.environ.get("SARGABLE_FUZZ_SCALE", "1"))
 TYPES = ("int", "bigint", "double", "float", "string", "decimal(10,2)", "date")
@@ -72,30 +71,6 @@ def _plan(table: sg.Table, where: Any, *, blocks: bool) -> sg.Scan:
 # -- generated histories -------------------------------------------------------------------------------------------
 
 
-def _degraded(draw: Any, stats: ColumnStats, string: bool) -> ColumnStats | None:
-    """Statistics as a writer may leave them: exact, without value set, bounds or counts unknown, string bounds
-    truncated (flagged inexact), or missing."""
-    mode = draw(st.sampled_from(["exact", "exact", "no_distinct", "bounds", "counts", "truncated", "missing"]))
-    if mode == "exact":
-        return stats
-    if mode == "missing":
-        return None
-    if mode == "no_distinct":
-        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count)
-    if mode == "bounds":
-        return ColumnStats(null_count=stats.null_count, nan_count=stats.nan_count)
-    if mode == "counts":
-        return ColumnStats(stats.min, stats.max)
-    if not string or stats.min is None:
-        return ColumnStats(stats.min, stats.max, stats.null_count, stats.nan_count, min_exact=False)
-    cut = draw(st.integers(0, 3))
-    high = stats.max[:cut]
-    if cut % 2 and prefix_successor(high) is not None:
-        high = prefix_successor(high)
-    low = stats.min[:cut]
-    return ColumnStats(low, max(high, low), stats.null_count, stats.nan_count, min_exact=False, max_exact=False)
-
-
 def _single(value: Any) -> Any:
     """A float column's value as it stores it (single precision)."""
     return value if value is None or math.isnan(value) or math.isinf(value) else float32(value)
@@ -132,7 +107,8 @@ class History:
             stats = {}
             for name, text in columns:
                 exact = ColumnStats.from_values([row[name] for row in rows])
-                degraded = _degraded(draw, exact, parse_type(text).is_string)
+                mode = draw(st.sampled_from(STAT_MODES))
+                degraded = degraded_stats(exact, mode, parse_type(text).is_string, draw(st.integers(0, 3)))
                 if degraded is not None:
                     stats[name] = degraded
             out.append(FileStats(path, len(rows), 10, stats, {"p": partition}))
