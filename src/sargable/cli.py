@@ -117,6 +117,14 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, default=str))
 
 
+def _print_record(args: argparse.Namespace, console: Console, title: str, data: dict[str, Any]) -> None:
+    """One record: JSON with --json, else a two-column table titled `title`."""
+    if args.json:
+        _print_json(data)
+    else:
+        _print_mapping(console, title, data)
+
+
 def _cell(value: Any) -> Text:
     """A value as plain text for rich (never read as markup: `[`, `]` occur in filters, plans, names, paths and
     partition values): integers with thousands separators, floats to three decimals, lists one item per line."""
@@ -211,10 +219,7 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> None:
             scan = ms.table(db, table).scan(args.filter, dialect=args.dialect)
         data = _scan_explained(scan)
         title = f"{db}.{table}"
-    if args.json:
-        _print_json(data)
-    else:
-        _print_mapping(console, title, data)
+    _print_record(args, console, title, data)
 
 
 # ------------------------------------------------------------------------------------------ tables
@@ -342,10 +347,7 @@ def cmd_create_table(args: argparse.Namespace, console: Console) -> None:
             if column.lower() not in ms.get_table(db, name).indexes:
                 ms.create_index(db, name, column)
         row = _table_row(ms, db, name)
-    if args.json:
-        _print_json(row)
-    else:
-        _print_mapping(console, row["table"], row)
+    _print_record(args, console, row["table"], row)
 
 
 def cmd_alter(args: argparse.Namespace, console: Console) -> None:
@@ -363,10 +365,7 @@ def cmd_alter(args: argparse.Namespace, console: Console) -> None:
             table = table.widen(column.strip(), dtype.strip())
         row = _table_row(ms, db, name)
         row["columns"] = ", ".join(f"{n} {t}" for n, t in table.columns)
-    if args.json:
-        _print_json(row)
-    else:
-        _print_mapping(console, row["table"], row)
+    _print_record(args, console, row["table"], row)
 
 
 def cmd_stats_blocks(args: argparse.Namespace, console: Console) -> None:
@@ -383,11 +382,8 @@ def cmd_stats_blocks(args: argparse.Namespace, console: Console) -> None:
     row: dict[str, Any] = {"table": f"{db}.{name}", "blocks": state is not None, **(state or {})}
     if args.build:
         row["build_seconds"] = round(built, 3)
-    if args.json:
-        _print_json(row)
-        return
-    _print_mapping(console, row["table"], row)
-    if state is None:
+    _print_record(args, console, row["table"], row)
+    if state is None and not args.json:
         console.print(f"no statistics blocks: build them with `sargable stats-blocks {db}.{name} --build`")
 
 
@@ -579,10 +575,7 @@ def cmd_add_partitions(args: argparse.Namespace, console: Console) -> None:
             "batches": -(-len(specs) // args.batch_size),
             "partitions": ms.count_partitions(db, name),
         }
-    if args.json:
-        _print_json(data)
-    else:
-        _print_mapping(console, f"add-partitions {table.qualified_name}", data)
+    _print_record(args, console, f"add-partitions {table.qualified_name}", data)
 
 
 # ------------------------------------------------------------------------------------------ vacuum
