@@ -49,6 +49,14 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 
+
+def _saved(fig: Any, path: Path, rect: tuple[float, float, float, float]) -> Path:
+    """Lay the figure out inside `rect` (room for a title and footer), write it as a PNG at `path`, close it."""
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
 def _log_log(ax: Any, sizes: list[int], y_margin: float) -> None:
     """Both axes logarithmic, a tick at each size (with thousands separators), major grid lines."""
     ax.set_xscale("log")
@@ -129,11 +137,7 @@ def plot_partition_filter(data: dict[str, Any], out: Path) -> Path:
         fontsize=13,
     )
     _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
-    fig.tight_layout(rect=(0, 0.02, 1, 0.92))
-    path = out / "partition_filter_latency.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "partition_filter_latency.png", (0, 0.02, 1, 0.92))
 
 
 LISTING_BARS = (
@@ -176,11 +180,7 @@ def plot_listing(data: dict[str, Any], out: Path) -> Path | None:
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.96), ncol=3, frameon=False, fontsize=9)
     fig.suptitle("Partition listings: sargable against the bare SQL scan and deltalake", y=0.995, fontsize=13)
     _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.86))
-    path = out / "partition_listing.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "partition_listing.png", (0, 0.03, 1, 0.86))
 
 
 # ------------------------------------------------------------------------------------------ TPC-DS
@@ -237,11 +237,7 @@ def plot_tpcds(data: dict[str, Any], out: Path) -> Path:
     scale = data.get("scale")
     fig.suptitle(f"TPC-DS{f' SF{scale:g}' if scale else ''} star queries on store_sales", fontsize=13)
     _footer(fig, f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f})")
-    fig.tight_layout(rect=(0, 0.02, 1, 1))
-    path = out / "tpcds_files_read.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "tpcds_files_read.png", (0, 0.02, 1, 1))
 
 
 # ------------------------------------------------------------------------------------------ skipping
@@ -299,11 +295,7 @@ def plot_skipping(data: dict[str, Any], out: Path) -> Path:
     time_ax.margins(y=0.3)
     fig.suptitle("Data skipping: the same statistics, sargable vs pyiceberg", fontsize=13)
     _footer(fig, f"{data.get('command', '')}   tightness predicate: {tight['predicate']}")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    path = out / "skipping.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "skipping.png", (0, 0.04, 1, 1))
 
 
 # ------------------------------------------------------------------------------------------ Hive metastore API
@@ -387,11 +379,7 @@ def plot_hms(data: dict[str, Any], out: Path) -> Path:
         f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f}; folders "
         f"{data.get('folders', '?')})",
     )
-    fig.tight_layout(rect=(0, 0.02, 1, 0.92))
-    path = out / "hms.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "hms.png", (0, 0.02, 1, 0.92))
 
 
 def plot_hms_cold(data: dict[str, Any], out: Path) -> Path:
@@ -421,11 +409,7 @@ def plot_hms_cold(data: dict[str, Any], out: Path) -> Path:
     )
     loads = data.get("loads", [0, 0])
     _footer(fig, f"{data.get('command', '')}  (load average {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end)")
-    fig.tight_layout(rect=(0, 0.02, 1, 0.92))
-    path = out / "hms-cold.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "hms-cold.png", (0, 0.02, 1, 0.92))
 
 
 def plot_hms_e2e(data: dict[str, Any], out: Path) -> Path:
@@ -473,11 +457,7 @@ def plot_hms_e2e(data: dict[str, Any], out: Path) -> Path:
     fig.suptitle("Spark SQL end to end with Hive support: Hive's metastore vs sargable serve", fontsize=12)
     loads = data.get("loads", [0, 0])
     _footer(fig, f"{data.get('command', '')}  (load average {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end)")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    path = out / "hms-e2e.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "hms-e2e.png", (0, 0.03, 1, 0.97))
 
 
 # ------------------------------------------------------------------------------------------ optimize
@@ -533,11 +513,7 @@ def plot_optimize(data: dict[str, Any], out: Path) -> Path:
         fontsize=13,
     )
     _footer(fig, f"benchmarks/optimize.py, Spark {config['master']}, target file {config['target_file_bytes']:,} bytes")
-    fig.tight_layout(rect=(0, 0.02, 1, 1))
-    path = out / "optimize_files_read.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "optimize_files_read.png", (0, 0.02, 1, 1))
 
 
 S3_WAYS = (
@@ -586,11 +562,7 @@ def plot_s3(data: dict[str, Any], out: Path) -> Path:
         fontsize=13,
     )
     _footer(fig, data["command"])
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = out / "s3_selective_read.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "s3_selective_read.png", (0, 0.03, 1, 1))
 
 
 # ------------------------------------------------------------------------------------------ readers
@@ -644,11 +616,7 @@ def plot_readers(data: dict[str, Any], out: Path) -> Path | None:
     fig.suptitle("Reading without Spark: sargable vs PyIceberg and deltalake (x: sargable vs the faster of the two)",
                  fontsize=12)
     _footer(fig, data.get("command", "benchmarks/readers.py"))
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    path = out / "readers.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "readers.png", (0, 0.03, 1, 0.97))
 
 
 # ------------------------------------------------------------------------------------------ planning over many files
@@ -726,11 +694,7 @@ def plot_file_planning(data: dict[str, Any], out: Path, before: dict[str, Any] |
     if before:
         footer += f";  before: commit {before.get('commit', '?')}"
     _footer(fig, footer)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.88))
-    path = out / "file_planning.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _saved(fig, out / "file_planning.png", (0, 0.04, 1, 0.88))
 
 
 # ------------------------------------------------------------------------------------------ main
