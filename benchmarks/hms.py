@@ -475,17 +475,7 @@ def ingest(
     reply cache): a partition added every 100 ms, 4 clients running selective filters, every read checked."""
     cache, client = next(iter(clients.items()))
     location = f"file:{root / system.replace(' ', '-') / 'warehouse' / 'bench.db' / 'ingest'}"
-    client.thrift.create_table(
-        ttypes.Table(
-            tableName="ingest",
-            dbName=DB,
-            owner="bench",
-            sd=storage(location),
-            partitionKeys=[ttypes.FieldSchema("ds", "string", None), ttypes.FieldSchema("hr", "int", None)],
-            parameters={},
-            tableType="EXTERNAL_TABLE",
-        )
-    )
+    create_table(client, "ingest", location)
 
     def partition(values: tuple[str, str]) -> Any:
         ds, hr = values
