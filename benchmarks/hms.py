@@ -719,14 +719,16 @@ def report(run: Run, sizes: list[int], large: list[int], args: argparse.Namespac
         lines += [
             "",
             "readers under ingest: a partition added every 100 ms, 4 clients running selective filters (one partition "
-            "or one day), each read checked to hold every partition acknowledged before it began",
+            "or one day) and, one call in ten, listing every name, each read checked to hold every partition "
+            "acknowledged before it began",
         ]
         for entry in run.ingest:
             lines.append(
                 f"  {entry['system']:<20} {entry['seconds']:.0f} s: {entry['adds']:,} adds (p50 "
                 f"{entry['add_p50_ms']:.2f} ms, p99 {entry['add_p99_ms']:.2f} ms), {entry['reads']:,} reads (p50 "
-                f"{entry['read_p50_ms']:.2f} ms, p99 {entry['read_p99_ms']:.2f} ms); no read missed an acknowledged "
-                "partition, none lost"
+                f"{entry['read_p50_ms']:.2f} ms, p99 {entry['read_p99_ms']:.2f} ms), {entry['names_reads']:,} listings "
+                f"(p50 {entry['names_p50_ms']:.2f} ms, p99 {entry['names_p99_ms']:.2f} ms); no read missed an "
+                "acknowledged partition, none lost"
             )
     peak: dict[str, float] = {}
     for entry in run.rss:

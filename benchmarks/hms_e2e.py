@@ -52,6 +52,9 @@ from hms_spark import run_sql
 
 SYSTEMS = ("hive postgresql", "sargable sqlite")
 DATES = (("d_date", "string"), ("d_year", "int"), ("d_moy", "int"), ("d_dom", "int"), ("d_holiday", "string"))
+PHASES = ("sql_ms", "collect_ms", "gc_ms")
+"""Where a statement's time went in the driver (tests/hms_spark.py): `spark.sql` (analysis; a command's whole run),
+`collect` (a query's planning and job, rows to Python), the driver JVM's garbage collection in either."""
 LINKS = 50_000
 """Hard links made of one file at most (ext4 allows 65,000)."""
 HOLIDAYS = ("01-01", "02-14", "03-17")
@@ -258,6 +261,7 @@ def main() -> None:
                                 "again": bool(again),
                                 "sql": statement,
                                 "ms": answer["ms"],
+                                **{phase: answer[phase] for phase in PHASES},
                                 "metastore_ms": sum(ms for _, ms in calls),
                                 "calls": [f"{m} {ms:.1f}" for m, ms in calls],
                                 "answer": rows if len(rows) < 50 else [len(rows), rows[0], rows[-1]],
@@ -275,17 +279,17 @@ def main() -> None:
 
 
 def finish(results: list[dict[str, Any]], notes: list[str], loads: list[float], args: argparse.Namespace) -> None:
-    """Check that the systems agree, print the report and write the JSON results."""
+    """Check that the systems agree, write the JSON results and print the report."""
     for (size, query), answers in _by(results, ("size", "query"), "answer").items():
         if query not in ("warm-up", "INSERT one partition") and any(a != answers[0] for a in answers):
             raise SystemExit(f"the systems disagree on {query} at {size:,}: {answers}")
-    print(report(results, notes, loads, args), flush=True)
     if args.json:
         command = "python benchmarks/hms_e2e.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
             json.dumps({"command": command, "loads": loads, "results": results, "notes": notes}, indent=1)
         )
+    print(report(results, notes, loads, args), flush=True)
 
 
 def _by(results: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple, list]:
@@ -327,6 +331,23 @@ def report(results: list[dict[str, Any]], notes: list[str], loads: list[float], 
             f"{size:>9,} {query:<24} {pair(hive, 0, ',.0f'):>17} {pair(own, 0, ',.0f'):>17} {ratios:>13}  "
             f"{pair(own, 1, ',.1f')} ms"
         )
+    lines += [
+        "",
+        "where the time went, ms (median; first run | next runs): spark.sql (analysis; a command's whole run) / "
+        "collect (a query's planning and job) / the driver's GC, and sargable's metastore calls (its log)",
+    ]
+    for size, query in dict.fromkeys((r["size"], r["query"]) for r in results):
+        for system in SYSTEMS:
+            mine = [r for r in results if (r["size"], r["query"], r["system"]) == (size, query, system)]
+            cells = []
+            for runs in ([r for r in mine if not r["again"]], [r for r in mine if r["again"]]):
+                if runs and all(p in r for r in runs for p in PHASES):
+                    parts = [statistics.median(r[p] for r in runs) for p in (*PHASES, "metastore_ms")]
+                    metastore = f" ({parts[3]:,.1f})" if system.startswith("sargable") else ""
+                    cells.append(" / ".join(f"{v:,.0f}" for v in parts[:3]) + metastore)
+                else:
+                    cells.append("-")
+            lines.append(f"{size:>9,} {query:<24} {system:<16} {' | '.join(cells)}")
     return "\n".join([*lines, *notes])
 
 

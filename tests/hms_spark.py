@@ -5,7 +5,9 @@ starts `python hms_spark.py` with a JSON request on stdin: the metastore URI, a 
 The child builds `SparkSession.builder.enableHiveSupport()` with `spark.hadoop.hive.metastore.uris` (or runs the
 given `session_code`, which must bind `spark`: the snippet of docs/hms.md) and prints one JSON document: per
 statement, its rows (values as JSON: dates and decimals as strings), milliseconds and start (epoch seconds), or the
-error it raised.
+error it raised; and where the milliseconds went: `spark.sql` (analysis, and the whole run of a command such as
+SHOW PARTITIONS, which Spark executes eagerly), `collect` (planning and running a query, rows to Python) and the
+driver JVM's garbage collection during the statement.
 """
 
 from __future__ import annotations
@@ -103,6 +105,12 @@ def _session(request: dict[str, Any]) -> Any:
     return builder.enableHiveSupport().getOrCreate()
 
 
+def _gc_ms(spark: Any) -> float:
+    """The driver JVM's garbage collection time so far (every collector), in milliseconds."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    return float(sum(bean.getCollectionTime() for bean in beans))
+
+
 def _driver() -> None:
     request = json.loads(sys.stdin.read())
     spark = _session(request)
@@ -110,11 +118,23 @@ def _driver() -> None:
     results: list[dict[str, Any]] = []
     for statement in request["statements"]:
         wall = time.time()
+        collected = _gc_ms(spark)
         started = time.perf_counter()
         try:
-            rows = spark.sql(statement).collect()
-            elapsed = (time.perf_counter() - started) * 1000
-            results.append({"rows": [[_json_value(v) for v in row] for row in rows], "ms": elapsed, "at": wall})
+            frame = spark.sql(statement)
+            planned = time.perf_counter()
+            rows = frame.collect()
+            ended = time.perf_counter()
+            results.append(
+                {
+                    "rows": [[_json_value(v) for v in row] for row in rows],
+                    "ms": (ended - started) * 1000,
+                    "at": wall,
+                    "sql_ms": (planned - started) * 1000,
+                    "collect_ms": (ended - planned) * 1000,
+                    "gc_ms": _gc_ms(spark) - collected,
+                }
+            )
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             causes = [line for line in text.splitlines() if line.startswith("Caused by")]

@@ -238,13 +238,16 @@ def test_a_write_keeps_the_replies_it_cannot_change(backend, tmp_path):
         add(warm, "2024-01-02")
         served()
         assert served() == dict.fromkeys(calls, True)
-        add(warm, "2024-01-03")  # in the hour's scope and the whole listing's only
-        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False}
+        add(warm, "2024-01-03")  # in the hour's scope; after every key: appended to the whole listing
+        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": True}
         add(warm, "2024-01-03", "4")
+        add(warm, "2024-01-04", "0")  # two steps since the listing was read, each after the one before
+        assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": True}
+        add(warm, "2024-01-03", "1")  # before the listing's last key: it is read again
         assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": False}
         altered = ttypes.Partition(values=["2024-01-03", "3"], dbName="d", tableName="t", sd=_sd(None))
         altered.parameters = {"k": "v"}
-        servers.call(warm, "alter_partition", "d", "t", altered)  # in the hour's scope only
+        servers.call(warm, "alter_partition", "d", "t", altered)  # in the hour's scope; an alter ends the listing
         assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False}
         assert servers.call(warm, "drop_partition_by_name", "d", "t", "ds=2024-01-02/hr=3", False)
         assert served() == {"day": True, "hour": False, "names": True, "spec": False, "all": False}

@@ -10,8 +10,10 @@ and alters record which partitions each version step changed (`Change`: the step
 row locked), and a reply cached with a scope (which partitions it can hold: a filter's, a spec's, some names') is
 still served at a newer version when every step since its own is recorded and changed no partition in its scope. A
 step the cache did not see (another server's or writer's, a table alter) ends every reply of the table at older
-versions, as before. Whole-table listings have no scope. The whole cache stays under a byte budget (least recently
-used replies go first).
+versions, as before. Whole-table listings have no scope, but a whole-table names listing keeps its last partition's
+row key: when every step since only added partitions after it (a table that takes its newest partition every few
+minutes), their names are appended to the reply instead of the store being read again. The whole cache stays under a
+byte budget (least recently used replies go first).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any, NamedTuple
 
 from sargable.hms.catalog import Change
 from sargable.hms.convert import TableView
-from sargable.hms.encode import TableCodec
-from sargable.metastore import TableDefinition
+from sargable.hms.encode import TableCodec, list_header
+from sargable.metastore import Partition, TableDefinition
 
 MAX_CODECS = 256
 """Table codecs kept (one per table; a codec holds templates and memoized partition values)."""
@@ -43,6 +45,14 @@ class CachedReply(NamedTuple):
     payload: bytes
 
 
+class _Entry(NamedTuple):
+    version: int
+    reply: CachedReply
+    scope: Scope | None
+    tail: bytes | None
+    """The last row key of a whole-table names listing (names of partitions added after it can be appended)."""
+
+
 def _definition(table: TableDefinition) -> TableDefinition:
     """The table without its version: what a codec depends on."""
     return dataclasses.replace(table, version=0)
@@ -56,9 +66,9 @@ class ReplyCache:
         self.largest = budget_bytes // 4
         """The largest reply kept: one huge listing must not evict everything else."""
         self.size = 0
-        self._replies: OrderedDict[tuple[int, Hashable], tuple[int, CachedReply, Scope | None]] = OrderedDict()
-        self._steps: dict[int, OrderedDict[int, tuple[tuple[Any, ...], ...]]] = {}
-        """Per table: version -> the values of the partitions the step to it changed (the server's own writes)."""
+        self._replies: OrderedDict[tuple[int, Hashable], _Entry] = OrderedDict()
+        self._steps: dict[int, OrderedDict[int, Change]] = {}
+        """Per table: version -> the step to it (the server's own writes)."""
         self._codecs: OrderedDict[int, tuple[TableDefinition, TableCodec]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -84,28 +94,33 @@ class ReplyCache:
             return
         with self._lock:
             steps = self._steps.setdefault(change.table_id, OrderedDict())
-            steps[change.version] = change.values
+            steps[change.version] = change
             while len(steps) > MAX_STEPS:
                 steps.popitem(last=False)
 
     def get(self, table: TableDefinition, call: Hashable) -> CachedReply | None:
         """The reply cached for `call` on this version of the table (or on an older one, when no step since changed
-        its scope), or None."""
+        its scope, or grown by the names added since), or None."""
         key = (table.table_id, call)
         with self._lock:
             entry = self._replies.get(key)
             if entry is None:
                 return None
-            version, reply, scope = entry
-            if version != table.version:
-                if version > table.version:  # a reader of an older snapshot: the reply may hold newer partitions
+            added: list[tuple[bytes, tuple[Any, ...]]] | None = None
+            if entry.version != table.version:
+                if entry.version > table.version:  # a reader of an older snapshot: the reply may hold newer partitions
                     return None
-                if not self._unchanged(table.table_id, version, table.version, scope):
-                    self._drop(key)
-                    return None
-                self._replies[key] = (table.version, reply, scope)
-            self._replies.move_to_end(key)
-            return reply
+                if self._unchanged(table.table_id, entry.version, table.version, entry.scope):
+                    self._replies[key] = entry._replace(version=table.version)
+                else:
+                    added = self._appended(table.table_id, entry.version, table.version, entry.tail)
+                    if added is None:
+                        self._drop(key)
+                        return None
+            if added is None:
+                self._replies.move_to_end(key)
+                return entry.reply
+        return self._grown(table, key, entry, added)
 
     def _unchanged(self, table_id: int, since: int, now: int, scope: Scope | None) -> bool:
         """Whether every version step from `since` to `now` is recorded and changed no partition in `scope`."""
@@ -113,28 +128,74 @@ class ReplyCache:
         if scope is None or steps is None or now - since > MAX_STEPS:
             return False
         for version in range(since + 1, now + 1):
-            values = steps.get(version)
-            if values is None or any(map(scope, values)):
+            change = steps.get(version)
+            if change is None or any(map(scope, change.values)):
                 return False
         return True
 
-    def put(self, table: TableDefinition, call: Hashable, reply: CachedReply, scope: Scope | None = None) -> None:
-        """Keep a reply read at this version of the table, with its scope (None: any change may change it);
-        ignored if too large, or if a reply read at a newer version is kept."""
+    def _appended(
+        self, table_id: int, since: int, now: int, tail: bytes | None
+    ) -> list[tuple[bytes, tuple[Any, ...]]] | None:
+        """The keys and values of the partitions added from `since` to `now`, in key order, when every step between
+        is recorded and only added partitions after `tail` (and after the previous step's); else None."""
+        steps = self._steps.get(table_id)
+        if tail is None or steps is None or now - since > MAX_STEPS:
+            return None
+        out: list[tuple[bytes, tuple[Any, ...]]] = []
+        for version in range(since + 1, now + 1):
+            change = steps.get(version)
+            if change is None or not change.added or change.added[0][0] <= tail:
+                return None
+            out += change.added
+            tail = change.added[-1][0]
+        return out
+
+    def _grown(
+        self, table: TableDefinition, key: tuple[int, Hashable], entry: _Entry, added: list[tuple[bytes, tuple]]
+    ) -> CachedReply:
+        """A names listing with the names of partitions added after it appended (its count in the list header
+        raised), kept in place of the older one."""
+        names = self.codec(table).names(Partition(table, values) for _, values in added)
+        count = entry.reply.count + len(names)
+        head = list_header(entry.reply.payload[0], count)
+        reply = CachedReply(count, b"".join([head, memoryview(entry.reply.payload)[len(head) :], *names]))
+        with self._lock:
+            if self._replies.get(key) is entry:
+                self._drop(key)
+                if len(reply.payload) <= self.largest:
+                    self._keep(key, _Entry(table.version, reply, None, added[-1][0]))
+        return reply
+
+    def put(
+        self,
+        table: TableDefinition,
+        call: Hashable,
+        reply: CachedReply,
+        scope: Scope | None = None,
+        *,
+        tail: bytes | None = None,
+    ) -> None:
+        """Keep a reply read at this version of the table, with its scope (None: any change may change it) or, for
+        a whole-table names listing, its last partition's row key (`tail`: b"" for an empty table); ignored if too
+        large, or if a reply read at a newer version is kept."""
         if len(reply.payload) > self.largest:
             return
         key = (table.table_id, call)
         with self._lock:
             kept = self._replies.get(key)
-            if kept is not None and kept[0] > table.version:
+            if kept is not None and kept.version > table.version:
                 return
             self._drop(key)
-            self._replies[key] = (table.version, reply, scope)
-            self.size += len(reply.payload)
-            while self.size > self.budget:
-                self._drop(next(iter(self._replies)))
+            self._keep(key, _Entry(table.version, reply, scope, tail))
+
+    def _keep(self, key: tuple[int, Hashable], entry: _Entry) -> None:
+        """Add an entry (the lock held), then evict least recently used ones down to the budget."""
+        self._replies[key] = entry
+        self.size += len(entry.reply.payload)
+        while self.size > self.budget:
+            self._drop(next(iter(self._replies)))
 
     def _drop(self, key: tuple[int, Hashable]) -> None:
         entry = self._replies.pop(key, None)
         if entry is not None:
-            self.size -= len(entry[1].payload)
+            self.size -= len(entry.reply.payload)

@@ -20,8 +20,9 @@ from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.catalog import lock_table
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
+from sargable.metastore.layout import layout_of
 from sargable.metastore.names import value_from_name
-from sargable.metastore.partitions import Page
+from sargable.metastore.partitions import Page, encode_key
 from sargable.paths import canonical_location, join_path
 from sargable.types import DataType
 
@@ -32,12 +33,15 @@ ADD_ATTEMPTS = 10
 @dataclass(frozen=True)
 class Change:
     """What one write did to a table's partitions: the version it made, which no other write came between (the
-    table's row was locked from the version before), and the values of the partitions it added or dropped (an
-    encoded reply that can't hold any of them stays valid, `sargable.hms.cache`)."""
+    table's row was locked from the version before), and the values of the partitions it added, dropped or altered
+    (an encoded reply that can't hold any of them stays valid, `sargable.hms.cache`); for a write that only added
+    partitions, also their row keys with their values, in key order (a whole listing that ends before the first of
+    them grows by them)."""
 
     table_id: int
     version: int
     values: tuple[tuple[Any, ...], ...]
+    added: tuple[tuple[bytes, tuple[Any, ...]], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -291,7 +295,9 @@ class Catalog:
                 hive=[p.hive for _, p in new],
             )
             added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
-            changes = self._changes(tbl, tuple(values for values, _ in new), 1)
+            layout = layout_of(tbl)
+            keyed = tuple(sorted((encode_key(tbl, values, layout), values) for values, _ in new))
+            changes = self._changes(tbl, tuple(values for values, _ in new), 1, added=keyed)
             if make_folders:
                 for part in added:
                     folders.make(f"partition {part.name} of {tbl.qualified_name}", part.location)
@@ -348,13 +354,21 @@ class Catalog:
         self.last_changes = changes
         return dropped[0]
 
-    def _changes(self, locked: TableDefinition, values: tuple[tuple[Any, ...], ...], steps: int) -> list[Change]:
+    def _changes(
+        self,
+        locked: TableDefinition,
+        values: tuple[tuple[Any, ...], ...],
+        steps: int,
+        *,
+        added: tuple[tuple[bytes, tuple[Any, ...]], ...] | None = None,
+    ) -> list[Change]:
         """The version steps a write inside this transaction made, the table's row locked at `locked.version`, each
-        with every partition the write changed (none when it did not make exactly `steps` steps)."""
+        with every partition the write changed (none when it did not make exactly `steps` steps); `added`: the keys
+        and values of a one-step write that only added partitions."""
         after = self.metastore.get_table(locked.database, locked.name)
         if after.table_id != locked.table_id or after.version != locked.version + steps:
             return []
-        return [Change(locked.table_id, locked.version + step, values) for step in range(1, steps + 1)]
+        return [Change(locked.table_id, locked.version + step, values, added) for step in range(1, steps + 1)]
 
     def alter_partitions(self, database: str, table: str, changes: Sequence[NewPartition]) -> list[Partition]:
         """Alter partitions in one transaction (`alter_partition` each)."""

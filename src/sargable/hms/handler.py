@@ -328,8 +328,10 @@ class Handler(ThriftHiveMetastore.Iface):
             kept: list[bytes] | None = [head]
             size = len(head)
             listed = 0
+            tail = b""
             for page in coalesced(catalog.iter_pages(handle, count), PAGE):
                 listed += len(page)
+                tail = page.last_key()
                 chunk = encode(page)
                 size += len(chunk)
                 if kept is not None and size <= self.cache.largest:
@@ -340,7 +342,8 @@ class Handler(ThriftHiveMetastore.Iface):
         if listed != count:
             raise MetastoreError(f"{tbl.qualified_name}: listed {listed} partitions of the {count} counted")
         if kept is not None:
-            self.cache.put(tbl, call, CachedReply(count, b"".join(kept)))
+            whole = names and limit is None  # (a names listing that can grow by the names added after its last)
+            self.cache.put(tbl, call, CachedReply(count, b"".join(kept)), tail=tail if whole else None)
 
     # ------------------------------------------------------------------------------------- session, fb303
 

@@ -279,6 +279,13 @@ class Page:
             self._keys = split(*self._joined)
         return self._keys
 
+    def last_key(self) -> bytes:
+        """The page's last key (without splitting a block's keys)."""
+        if self._keys is not None:
+            return self._keys[-1]
+        data, lengths = self._joined  # type: ignore[misc]
+        return data[len(data) - int(lengths[-1]) :]
+
     @property
     def stored(self) -> Sequence[bytes]:
         """Each partition's stored value (`encode_partition_value`)."""
