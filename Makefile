@@ -121,7 +121,7 @@ bench-hms: $(VENV)/.installed-bench
 	  --repeat 7 --hive-heap 2g --jdbc-jar $(HMS_JDBC_JAR) --json $(BENCH_OUT)/hms-cold.json | tee $(BENCH_OUT)/hms-cold.txt
 	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms_e2e.py --sizes 100000 --rounds 2 --repeat 2 \
 	  --jdbc-jar $(HMS_JDBC_JAR) --json $(BENCH_OUT)/hms-e2e.json | tee $(BENCH_OUT)/hms-e2e.txt
-	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms_e2e.py --sizes 1000000 --rounds 1 --repeat 2 \
+	set -o pipefail; bash scripts/postgres.sh run -- $(PY) benchmarks/hms_e2e.py --sizes 1000000 --rounds 2 --repeat 2 \
 	  --leave-out star,hr --hive-heap 4g --driver-memory 3g --jdbc-jar $(HMS_JDBC_JAR) \
 	  --json $(BENCH_OUT)/hms-e2e-1m.json | tee $(BENCH_OUT)/hms-e2e-1m.txt
 	$(PY) benchmarks/plots.py --results $(BENCH_OUT) --out $(BENCH_IMG)
