@@ -222,6 +222,7 @@ def test_a_write_keeps_the_replies_it_cannot_change(backend, tmp_path):
         "names": ("get_partitions_by_names", "d", "t", ["ds=2024-01-01/hr=3"]),
         "spec": ("get_partitions_ps", "d", "t", ["2024-01-02", ""], -1),
         "all": ("get_partition_names", "d", "t", -1),
+        "every": ("get_partitions", "d", "t", -1),
     }
 
     def served() -> dict[str, bool]:
@@ -239,18 +240,18 @@ def test_a_write_keeps_the_replies_it_cannot_change(backend, tmp_path):
         served()
         assert served() == dict.fromkeys(calls, True)
         add(warm, "2024-01-03")  # in the hour's scope; after every key: appended to the whole listing
-        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": True}
+        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": True, "every": True}
         add(warm, "2024-01-03", "4")
         add(warm, "2024-01-04", "0")  # two steps since the listing was read, each after the one before
-        assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": True}
+        assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": True, "every": True}
         add(warm, "2024-01-03", "1")  # before the listing's last key: it is read again
-        assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": False}
+        assert served() == {"day": True, "hour": True, "names": True, "spec": True, "all": False, "every": False}
         altered = ttypes.Partition(values=["2024-01-03", "3"], dbName="d", tableName="t", sd=_sd(None))
         altered.parameters = {"k": "v"}
         servers.call(warm, "alter_partition", "d", "t", altered)  # in the hour's scope; an alter ends the listing
-        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False}
+        assert served() == {"day": True, "hour": False, "names": True, "spec": True, "all": False, "every": False}
         assert servers.call(warm, "drop_partition_by_name", "d", "t", "ds=2024-01-02/hr=3", False)
-        assert served() == {"day": True, "hour": False, "names": True, "spec": False, "all": False}
+        assert served() == {"day": True, "hour": False, "names": True, "spec": False, "all": False, "every": False}
         add(cold, "2024-01-09")  # a step the warm cache did not see (as another server's write): nothing is kept
         assert served() == dict.fromkeys(calls, False)
     finally:

@@ -10,10 +10,10 @@ and alters record which partitions each version step changed (`Change`: the step
 row locked), and a reply cached with a scope (which partitions it can hold: a filter's, a spec's, some names') is
 still served at a newer version when every step since its own is recorded and changed no partition in its scope. A
 step the cache did not see (another server's or writer's, a table alter) ends every reply of the table at older
-versions, as before. Whole-table listings have no scope, but a whole-table names listing keeps its last partition's
-row key: when every step since only added partitions after it (a table that takes its newest partition every few
-minutes), their names are appended to the reply instead of the store being read again. The whole cache stays under a
-byte budget (least recently used replies go first).
+versions, as before. Whole-table listings have no scope, but keep their last partition's row key: when every step
+since only added partitions after it (a table that takes its newest partition every few minutes), the added
+partitions (or their names) are appended to the reply instead of the store being read again. The whole cache stays
+under a byte budget (least recently used replies go first).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
+
+from thrift.Thrift import TType
 
 from sargable.hms.catalog import Change
 from sargable.hms.convert import TableView
@@ -50,7 +52,7 @@ class _Entry(NamedTuple):
     reply: CachedReply
     scope: Scope | None
     tail: bytes | None
-    """The last row key of a whole-table names listing (names of partitions added after it can be appended)."""
+    """The last row key of a whole-table listing (partitions added after it can be appended)."""
 
 
 def _definition(table: TableDefinition) -> TableDefinition:
@@ -100,13 +102,13 @@ class ReplyCache:
 
     def get(self, table: TableDefinition, call: Hashable) -> CachedReply | None:
         """The reply cached for `call` on this version of the table (or on an older one, when no step since changed
-        its scope, or grown by the names added since), or None."""
+        its scope, or grown by the partitions added since), or None."""
         key = (table.table_id, call)
         with self._lock:
             entry = self._replies.get(key)
             if entry is None:
                 return None
-            added: list[tuple[bytes, tuple[Any, ...]]] | None = None
+            added: list[tuple[bytes, Partition]] | None = None
             if entry.version != table.version:
                 if entry.version > table.version:  # a reader of an older snapshot: the reply may hold newer partitions
                     return None
@@ -135,13 +137,13 @@ class ReplyCache:
 
     def _appended(
         self, table_id: int, since: int, now: int, tail: bytes | None
-    ) -> list[tuple[bytes, tuple[Any, ...]]] | None:
-        """The keys and values of the partitions added from `since` to `now`, in key order, when every step between
-        is recorded and only added partitions after `tail` (and after the previous step's); else None."""
+    ) -> list[tuple[bytes, Partition]] | None:
+        """The keys and partitions added from `since` to `now`, in key order, when every step between is recorded and
+        only added partitions after `tail` (and after the previous step's); else None."""
         steps = self._steps.get(table_id)
         if tail is None or steps is None or now - since > MAX_STEPS:
             return None
-        out: list[tuple[bytes, tuple[Any, ...]]] = []
+        out: list[tuple[bytes, Partition]] = []
         for version in range(since + 1, now + 1):
             change = steps.get(version)
             if change is None or not change.added or change.added[0][0] <= tail:
@@ -151,14 +153,16 @@ class ReplyCache:
         return out
 
     def _grown(
-        self, table: TableDefinition, key: tuple[int, Hashable], entry: _Entry, added: list[tuple[bytes, tuple]]
+        self, table: TableDefinition, key: tuple[int, Hashable], entry: _Entry, added: list[tuple[bytes, Partition]]
     ) -> CachedReply:
-        """A names listing with the names of partitions added after it appended (its count in the list header
-        raised), kept in place of the older one."""
-        names = self.codec(table).names(Partition(table, values) for _, values in added)
-        count = entry.reply.count + len(names)
+        """A listing with the partitions (or names) added after it appended (its count in the list header raised),
+        kept in place of the older one."""
+        codec = self.codec(table)
+        parts = [part for _, part in added]
+        more = codec.names(parts) if entry.reply.payload[0] == TType.STRING else codec.partitions(parts)
+        count = entry.reply.count + len(more)
         head = list_header(entry.reply.payload[0], count)
-        reply = CachedReply(count, b"".join([head, memoryview(entry.reply.payload)[len(head) :], *names]))
+        reply = CachedReply(count, b"".join([head, memoryview(entry.reply.payload)[len(head) :], *more]))
         with self._lock:
             if self._replies.get(key) is entry:
                 self._drop(key)
@@ -176,8 +180,8 @@ class ReplyCache:
         tail: bytes | None = None,
     ) -> None:
         """Keep a reply read at this version of the table, with its scope (None: any change may change it) or, for
-        a whole-table names listing, its last partition's row key (`tail`: b"" for an empty table); ignored if too
-        large, or if a reply read at a newer version is kept."""
+        a whole-table listing, its last partition's row key (`tail`: b"" for an empty table); ignored if too large,
+        or if a reply read at a newer version is kept."""
         if len(reply.payload) > self.largest:
             return
         key = (table.table_id, call)

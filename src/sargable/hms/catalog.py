@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, PathError
@@ -35,13 +36,13 @@ class Change:
     """What one write did to a table's partitions: the version it made, which no other write came between (the
     table's row was locked from the version before), and the values of the partitions it added, dropped or altered
     (an encoded reply that can't hold any of them stays valid, `sargable.hms.cache`); for a write that only added
-    partitions, also their row keys with their values, in key order (a whole listing that ends before the first of
+    partitions, also their row keys with the partitions, in key order (a whole listing that ends before the first of
     them grows by them)."""
 
     table_id: int
     version: int
     values: tuple[tuple[Any, ...], ...]
-    added: tuple[tuple[bytes, tuple[Any, ...]], ...] | None = None
+    added: tuple[tuple[bytes, Partition], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,7 @@ class Catalog:
             )
             added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
             layout = layout_of(tbl)
-            keyed = tuple(sorted((encode_key(tbl, values, layout), values) for values, _ in new))
+            keyed = tuple(sorted(((encode_key(tbl, p.values, layout), p) for p in added), key=itemgetter(0)))
             changes = self._changes(tbl, tuple(values for values, _ in new), 1, added=keyed)
             if make_folders:
                 for part in added:
@@ -360,11 +361,11 @@ class Catalog:
         values: tuple[tuple[Any, ...], ...],
         steps: int,
         *,
-        added: tuple[tuple[bytes, tuple[Any, ...]], ...] | None = None,
+        added: tuple[tuple[bytes, Partition], ...] | None = None,
     ) -> list[Change]:
         """The version steps a write inside this transaction made, the table's row locked at `locked.version`, each
         with every partition the write changed (none when it did not make exactly `steps` steps); `added`: the keys
-        and values of a one-step write that only added partitions."""
+        and partitions of a one-step write that only added partitions."""
         after = self.metastore.get_table(locked.database, locked.name)
         if after.table_id != locked.table_id or after.version != locked.version + steps:
             return []

@@ -342,7 +342,7 @@ class Handler(ThriftHiveMetastore.Iface):
         if listed != count:
             raise MetastoreError(f"{tbl.qualified_name}: listed {listed} partitions of the {count} counted")
         if kept is not None:
-            whole = names and limit is None  # (a names listing that can grow by the names added after its last)
+            whole = limit is None  # (a listing that can grow by the partitions added after its last)
             self.cache.put(tbl, call, CachedReply(count, b"".join(kept)), tail=tail if whole else None)
 
     # ------------------------------------------------------------------------------------- session, fb303
