@@ -217,7 +217,7 @@ def reads(size: int) -> list[Read]:
     ]
 
 
-def _answer(result: list) -> list:
+def answer_of(result: list) -> list:
     """What must agree between systems: sorted partition values, or names."""
     return sorted(result if result and isinstance(result[0], str) else (values for values, _ in result))
 
@@ -456,7 +456,7 @@ def measure(
         for read in reads(size):
             for cache, client in clients.items():
                 result = read.call(client, table, True)
-                answer = _answer(result)
+                answer = answer_of(result)
                 expected = run.answers.setdefault((size, read.label), answer)
                 if answer != expected:
                     raise SystemExit(f"{system} ({cache}) disagrees on {read.label} at {size:,}: {len(answer)} answers")
