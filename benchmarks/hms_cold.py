@@ -43,6 +43,7 @@ from pymetastore.hive_metastore import ttypes
 from hive_peer import POSTGRES_JDBC_JAR, HivePeer, postgres_conf
 from hms import (
     DB,
+    START,
     Cell,
     Client,
     answer_of,
@@ -60,8 +61,6 @@ CACHED = "sargable sqlite, cached"
 """The server with its reply cache (over the SQLite store), in the listings right after an add."""
 AFTER_ADD = "after an add"
 """The `cache` of the cells of the listings right after an add."""
-FAR = dt.date(2100, 1, 1)
-"""The added partitions' days: after every loaded one."""
 
 
 def main() -> None:
@@ -182,7 +181,7 @@ def after_adds(table: str, size: int, clients: dict[str, Client], grower: Client
             raise SystemExit(f"the systems disagree on {read.label} at {size:,} (before the adds)")
         times: dict[str, list[float]] = {s: [] for s in timed}
         for _ in range(args.repeat):
-            ds = (FAR + dt.timedelta(days=added)).isoformat()
+            ds = (START + dt.timedelta(days=size // 24 + 1 + added)).isoformat()  # (after every loaded day)
             added += 1
             for client in writers.values():
                 client.thrift.add_partitions(
