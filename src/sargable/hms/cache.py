@@ -22,6 +22,7 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from thrift.Thrift import TType
@@ -30,6 +31,8 @@ from sargable.hms.catalog import Change
 from sargable.hms.convert import TableView
 from sargable.hms.encode import TableCodec, list_header
 from sargable.metastore import Partition, TableDefinition
+from sargable.metastore.layout import layout_of
+from sargable.metastore.partitions import encode_key
 
 MAX_CODECS = 256
 """Table codecs kept (one per table; a codec holds templates and memoized partition values)."""
@@ -55,6 +58,25 @@ class _Entry(NamedTuple):
     """The last row key of a whole-table listing (partitions added after it can be appended)."""
 
 
+class _Step(NamedTuple):
+    """A recorded version step: the values of the partitions it changed and, for a step that only added partitions,
+    their row keys with the partitions, in key order."""
+
+    values: tuple[tuple[Any, ...], ...]
+    added: tuple[tuple[bytes, Partition], ...] | None
+
+
+def _step(change: Change) -> _Step:
+    """A change as the cache keeps it: the added partitions' row keys encoded here, after the write's commit (and only
+    by a server that keeps replies)."""
+    if not change.added:
+        return _Step(change.values, None)
+    table = change.added[0].table
+    layout = layout_of(table)
+    keyed = sorted(((encode_key(table, p.values, layout), p) for p in change.added), key=itemgetter(0))
+    return _Step(change.values, tuple(keyed))
+
+
 def _definition(table: TableDefinition) -> TableDefinition:
     """The table without its version: what a codec depends on."""
     return dataclasses.replace(table, version=0)
@@ -69,7 +91,7 @@ class ReplyCache:
         """The largest reply kept: one huge listing must not evict everything else."""
         self.size = 0
         self._replies: OrderedDict[tuple[int, Hashable], _Entry] = OrderedDict()
-        self._steps: dict[int, OrderedDict[int, Change]] = {}
+        self._steps: dict[int, OrderedDict[int, _Step]] = {}
         """Per table: version -> the step to it (the server's own writes)."""
         self._codecs: OrderedDict[int, tuple[TableDefinition, TableCodec]] = OrderedDict()
         self._lock = threading.Lock()
@@ -94,9 +116,10 @@ class ReplyCache:
         """Record a write's version step (call after its commit)."""
         if self.budget <= 0:
             return
+        step = _step(change)
         with self._lock:
             steps = self._steps.setdefault(change.table_id, OrderedDict())
-            steps[change.version] = change
+            steps[change.version] = step
             while len(steps) > MAX_STEPS:
                 steps.popitem(last=False)
 
@@ -130,8 +153,8 @@ class ReplyCache:
         if scope is None or steps is None or now - since > MAX_STEPS:
             return False
         for version in range(since + 1, now + 1):
-            change = steps.get(version)
-            if change is None or any(map(scope, change.values)):
+            step = steps.get(version)
+            if step is None or any(map(scope, step.values)):
                 return False
         return True
 
@@ -145,11 +168,11 @@ class ReplyCache:
             return None
         out: list[tuple[bytes, Partition]] = []
         for version in range(since + 1, now + 1):
-            change = steps.get(version)
-            if change is None or not change.added or change.added[0][0] <= tail:
+            step = steps.get(version)
+            if step is None or not step.added or step.added[0][0] <= tail:
                 return None
-            out += change.added
-            tail = change.added[-1][0]
+            out += step.added
+            tail = step.added[-1][0]
         return out
 
     def _grown(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from sargable.errors import AlreadyExistsError, MetastoreError, NoSuchObjectError, PathError
@@ -21,9 +20,8 @@ from sargable.hms.folders import new_folders
 from sargable.metastore import DEFAULT_PARTITION_NAME, Database, Metastore, Partition, Table, TableDefinition
 from sargable.metastore.catalog import lock_table
 from sargable.metastore.hive import HiveDatabase, HivePartition, HiveTable
-from sargable.metastore.layout import layout_of
 from sargable.metastore.names import value_from_name
-from sargable.metastore.partitions import Page, encode_key
+from sargable.metastore.partitions import Page
 from sargable.paths import canonical_location, join_path
 from sargable.types import DataType
 
@@ -36,13 +34,12 @@ class Change:
     """What one write did to a table's partitions: the version it made, which no other write came between (the
     table's row was locked from the version before), and the values of the partitions it added, dropped or altered
     (an encoded reply that can't hold any of them stays valid, `sargable.hms.cache`); for a write that only added
-    partitions, also their row keys with the partitions, in key order (a whole listing that ends before the first of
-    them grows by them)."""
+    partitions, also those partitions (a whole listing that ends before the first of them grows by them)."""
 
     table_id: int
     version: int
     values: tuple[tuple[Any, ...], ...]
-    added: tuple[tuple[bytes, Partition], ...] | None = None
+    added: tuple[Partition, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -296,9 +293,7 @@ class Catalog:
                 hive=[p.hive for _, p in new],
             )
             added = [Partition(tbl, values, p.location, dict(p.parameters), p.hive) for values, p in new]
-            layout = layout_of(tbl)
-            keyed = tuple(sorted(((encode_key(tbl, p.values, layout), p) for p in added), key=itemgetter(0)))
-            changes = self._changes(tbl, tuple(values for values, _ in new), 1, added=keyed)
+            changes = self._changes(tbl, tuple(values for values, _ in new), 1, added=tuple(added))
             if make_folders:
                 for part in added:
                     folders.make(f"partition {part.name} of {tbl.qualified_name}", part.location)
@@ -361,11 +356,11 @@ class Catalog:
         values: tuple[tuple[Any, ...], ...],
         steps: int,
         *,
-        added: tuple[tuple[bytes, Partition], ...] | None = None,
+        added: tuple[Partition, ...] | None = None,
     ) -> list[Change]:
         """The version steps a write inside this transaction made, the table's row locked at `locked.version`, each
-        with every partition the write changed (none when it did not make exactly `steps` steps); `added`: the keys
-        and partitions of a one-step write that only added partitions."""
+        with every partition the write changed (none when it did not make exactly `steps` steps); `added`: the
+        partitions of a one-step write that only added partitions."""
         after = self.metastore.get_table(locked.database, locked.name)
         if after.table_id != locked.table_id or after.version != locked.version + steps:
             return []
