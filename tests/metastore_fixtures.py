@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,20 @@ def fresh_url(backend: str, tmp_path, postgres_url: str | None) -> str:
         return f"sqlite:///{tmp_path / f'meta-{uuid.uuid4().hex[:8]}.db'}"
     assert postgres_url is not None
     return f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def module_metastore(tmp_path_factory: Any, backend: str, postgres_url: str | None = None) -> Iterator[Any]:
+    """A fresh metastore on `backend` holding database `db`, for a module-scoped fixture (closed at the end)."""
+    from sargable.metastore import Metastore
+
+    tmp = tmp_path_factory.mktemp(backend)
+    ms = Metastore.open(fresh_url(backend, tmp, postgres_url), warehouse=tmp / "w")
+    try:
+        ms.create_database("db")
+        yield ms
+    finally:
+        ms.close()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sargable as sg
-from metastore_fixtures import fresh_url
+from metastore_fixtures import module_metastore
 from sargable import keys
 from sargable.metastore import Metastore
 from sargable.metastore import partitions as partition_rows
@@ -91,20 +91,14 @@ def _check(ms: Metastore, data) -> None:
 
 @pytest.fixture(scope="module")
 def sqlite_ms(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("listing")
-    ms = Metastore.open(fresh_url("sqlite", tmp, None), warehouse=tmp / "w")
-    ms.create_database("db")
-    yield ms
-    ms.close()
+    with module_metastore(tmp_path_factory, "sqlite") as ms:
+        yield ms
 
 
 @pytest.fixture(scope="module")
 def postgres_ms(tmp_path_factory, postgres_url):
-    tmp = tmp_path_factory.mktemp("listingpg")
-    ms = Metastore.open(fresh_url("postgresql", tmp, postgres_url), warehouse=tmp / "w")
-    ms.create_database("db")
-    yield ms
-    ms.close()
+    with module_metastore(tmp_path_factory, "postgresql", postgres_url) as ms:
+        yield ms
 
 
 @settings(max_examples=120)
