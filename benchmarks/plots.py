@@ -357,29 +357,32 @@ def plot_hms(data: dict[str, Any], out: Path) -> Path:
         spark.setdefault(key, {})[entry["size"]] = entry["ms"]
     if spark:
         panels.append(("Spark SQL: selective query", spark, "ms (log)"))
+    return _hms_grid(
+        panels,
+        "Hive metastore API: Hive's own metastore vs sargable serve "
+        "(labels: faster Hive / slower sargable backend, with and without sargable's reply cache)",
+        f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f}; folders "
+        f"{data.get('folders', '?')})",
+        out / "hms.png",
+    )
+
+
+def _hms_grid(panels: list[tuple[str, Any, str]], title: str, footer: str, path: Path) -> Path:
+    """Panels of Hive metastore calls (title, series, unit) three to a row, one legend on top, the footer below."""
     cols = 3
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(15, 4.0 * rows), squeeze=False)
-    for ax, (title, series, unit) in zip(axes.flat, panels, strict=False):
-        _hms_panel(ax, series, title, unit)
+    for ax, (name, series, unit) in zip(axes.flat, panels, strict=False):
+        _hms_panel(ax, series, name, unit)
     for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     for ax in axes[-1, :]:
         ax.set_xlabel("partitions (log)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=3, frameon=False)
-    fig.suptitle(
-        "Hive metastore API: Hive's own metastore vs sargable serve "
-        "(labels: faster Hive / slower sargable backend, with and without sargable's reply cache)",
-        y=0.995,
-        fontsize=12,
-    )
-    _footer(
-        fig,
-        f"{data.get('command', '')}  (load average {data.get('load_average', 0):.1f}; folders "
-        f"{data.get('folders', '?')})",
-    )
-    return _saved(fig, out / "hms.png", (0, 0.02, 1, 0.92))
+    fig.suptitle(title, y=0.995, fontsize=12)
+    _footer(fig, footer)
+    return _saved(fig, path, (0, 0.02, 1, 0.92))
 
 
 def plot_hms_cold(data: dict[str, Any], out: Path) -> Path:
@@ -391,27 +394,14 @@ def plot_hms_cold(data: dict[str, Any], out: Path) -> Path:
             continue
         key = (cell["system"], "-" if cell["system"].startswith("hive") else "cold")
         calls.setdefault(cell["call"], {}).setdefault(key, {})[cell["size"]] = cell["ms"]
-    panels = list(calls.items())
-    cols = 3
-    rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(15, 4.0 * rows), squeeze=False)
-    for ax, (title, series) in zip(axes.flat, panels, strict=False):
-        _hms_panel(ax, series, title, "ms (log)")
-    for ax in axes.flat[len(panels) :]:
-        ax.axis("off")
-    for ax in axes[-1, :]:
-        ax.set_xlabel("partitions (log)")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=3, frameon=False)
-    fig.suptitle(
+    loads = data.get("loads", [0, 0])
+    return _hms_grid(
+        [(name, series, "ms (log)") for name, series in calls.items()],
         "Cold Hive metastore calls, interleaved: Hive's metastore on PostgreSQL vs sargable serve --cache-mb 0 "
         "(labels: Hive / slower sargable backend)",
-        y=0.995,
-        fontsize=12,
+        f"{data.get('command', '')}  (load average {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end)",
+        out / "hms-cold.png",
     )
-    loads = data.get("loads", [0, 0])
-    _footer(fig, f"{data.get('command', '')}  (load average {loads[0]:.1f} at the start, {loads[-1]:.1f} at the end)")
-    return _saved(fig, out / "hms-cold.png", (0, 0.02, 1, 0.92))
 
 
 def plot_hms_e2e(data: dict[str, Any], out: Path) -> Path:
